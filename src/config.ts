@@ -1,0 +1,350 @@
+// Configuration: CLI flags with FARM_* environment equivalents, validated with zod in one place.
+// Precedence: flag > environment > default. Errors are ConfigError with a one-line message naming
+// the flag (and the environment variable when the value came from there).
+
+import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Maximum accepted request body (same limit as kube-apiserver). Not configurable. */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/** Service-account token path used to detect that we run inside a pod. */
+export const IN_CLUSTER_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export interface Config {
+  /** HTTPS listen port. */
+  port: number;
+  /** Listen address (an IP literal). */
+  bindAddress: string;
+  /** Directory for generated dev certificates, token and kubeconfig. */
+  certDir: string;
+  /** True: no upstream kube-apiserver (in-memory only). False: cluster mode. */
+  standalone: boolean;
+  /** KUBERNETES_SERVICE_HOST is set and the service-account token exists. */
+  inCluster: boolean;
+  logLevel: LogLevel;
+  /** Explicit kubeconfig path for the upstream cluster (KUBECONFIG is never read implicitly). */
+  kubeconfig?: string;
+  /** Serving certificate (PEM). Defaults to <certDir>/tls.crt. */
+  tlsCertFile: string;
+  /** Serving key (PEM). Defaults to <certDir>/tls.key. */
+  tlsKeyFile: string;
+  /** True when --tls-cert-file/--tls-key-file were given: do not generate dev certs. */
+  tlsFilesExplicit: boolean;
+  /** Number of watch events kept for resuming a watch from a resourceVersion. */
+  watchHistory: number;
+  /** Per-watcher buffered events before a slow watcher is closed. */
+  watchQueue: number;
+  /** Interval between BOOKMARK events on watches that asked for them. */
+  bookmarkIntervalSeconds: number;
+  /** Fixed at MAX_BODY_BYTES. */
+  maxBodyBytes: number;
+  /** Grace period for in-flight requests on SIGTERM/SIGINT before connections are forced closed. */
+  shutdownTimeoutSeconds: number;
+  /** --help was given: the caller prints usage() and exits 0. Other fields are then defaults. */
+  help: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Injectable for tests; defaults to the real filesystem. */
+export interface ConfigProbes {
+  fileExists?: (path: string) => boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Option table: the single source for parsing, validation, usage() and the README.
+
+type OptKey =
+  | 'port' | 'bindAddress' | 'certDir' | 'standalone' | 'logLevel' | 'kubeconfig'
+  | 'tlsCertFile' | 'tlsKeyFile' | 'watchHistory' | 'watchQueue' | 'bookmarkIntervalSeconds'
+  | 'shutdownTimeoutSeconds';
+
+interface OptSpec {
+  key: OptKey;
+  flag: string;
+  env: string;
+  /** Shown in usage(). */
+  defaultText: string;
+  /** Placeholder for the value in usage(). */
+  metavar?: string;
+  help: string;
+  boolean?: boolean;
+  /** One-line description of valid values, used in error messages. */
+  expected: string;
+  schema: z.ZodType<unknown, string>;
+}
+
+const intIn = (min: number, max: number) =>
+  z.string().regex(/^[0-9]+$/).transform(Number).pipe(z.number().int().min(min).max(max));
+
+const nonEmpty = z.string().trim().min(1);
+
+const boolText = z
+  .string()
+  .transform((s) => s.toLowerCase())
+  .pipe(z.enum(['true', 'false', '1', '0']))
+  .transform((s) => s === 'true' || s === '1');
+
+export const OPTIONS: readonly OptSpec[] = [
+  {
+    key: 'port', flag: '--port', metavar: '<port>', env: 'FARM_PORT', defaultText: '8443',
+    help: 'HTTPS listen port',
+    expected: 'expected an integer between 1 and 65535', schema: intIn(1, 65535),
+  },
+  {
+    key: 'bindAddress', flag: '--bind-address', metavar: '<ip>', env: 'FARM_BIND_ADDRESS',
+    defaultText: '127.0.0.1 standalone, 0.0.0.0 in cluster mode',
+    help: 'listen address',
+    expected: 'expected an IPv4 or IPv6 address',
+    schema: z.string().refine((s) => isIP(s) !== 0),
+  },
+  {
+    key: 'certDir', flag: '--cert-dir', metavar: '<dir>', env: 'FARM_CERT_DIR', defaultText: './certs',
+    help: 'directory for the generated dev CA, serving cert, token and kubeconfig',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'standalone', flag: '--standalone', env: 'FARM_STANDALONE', boolean: true,
+    defaultText: 'true unless --kubeconfig is given or running in-cluster',
+    help: 'serve without an upstream kube-apiserver (FarmPods unavailable)',
+    expected: 'expected true or false', schema: boolText,
+  },
+  {
+    key: 'logLevel', flag: '--log-level', metavar: '<level>', env: 'FARM_LOG_LEVEL', defaultText: 'info',
+    help: `log level: ${LOG_LEVELS.join('|')}`,
+    expected: `expected one of ${LOG_LEVELS.join(', ')}`, schema: z.enum(LOG_LEVELS),
+  },
+  {
+    key: 'kubeconfig', flag: '--kubeconfig', metavar: '<path>', env: 'FARM_KUBECONFIG', defaultText: '(none)',
+    help: 'kubeconfig of the upstream cluster (KUBECONFIG is not used implicitly)',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'tlsCertFile', flag: '--tls-cert-file', metavar: '<path>', env: 'FARM_TLS_CERT_FILE', defaultText: '<cert-dir>/tls.crt',
+    help: 'serving certificate (PEM); reloaded when it changes',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'tlsKeyFile', flag: '--tls-key-file', metavar: '<path>', env: 'FARM_TLS_KEY_FILE', defaultText: '<cert-dir>/tls.key',
+    help: 'serving private key (PEM); reloaded when it changes',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'watchHistory', flag: '--watch-history', metavar: '<n>', env: 'FARM_WATCH_HISTORY', defaultText: '10000',
+    help: 'events kept for resuming watches (older resourceVersions get 410 Gone)',
+    expected: 'expected an integer between 0 and 1000000', schema: intIn(0, 1_000_000),
+  },
+  {
+    key: 'watchQueue', flag: '--watch-queue', metavar: '<n>', env: 'FARM_WATCH_QUEUE', defaultText: '1000',
+    help: 'events buffered per watcher before a slow watcher is closed',
+    expected: 'expected an integer between 1 and 1000000', schema: intIn(1, 1_000_000),
+  },
+  {
+    key: 'bookmarkIntervalSeconds', flag: '--bookmark-interval-seconds', metavar: '<seconds>', env: 'FARM_BOOKMARK_INTERVAL_SECONDS',
+    defaultText: '60', help: 'interval between BOOKMARK events (allowWatchBookmarks=true)',
+    expected: 'expected an integer between 1 and 3600', schema: intIn(1, 3600),
+  },
+  {
+    key: 'shutdownTimeoutSeconds', flag: '--shutdown-timeout-seconds', metavar: '<seconds>', env: 'FARM_SHUTDOWN_TIMEOUT_SECONDS',
+    defaultText: '5', help: 'grace period for in-flight requests on SIGTERM/SIGINT',
+    expected: 'expected an integer between 0 and 300', schema: intIn(0, 300),
+  },
+];
+
+const BY_FLAG = new Map(OPTIONS.map((o) => [o.flag, o]));
+
+/** The whole-config schema: the final check that everything has the right type and range. */
+const ConfigSchema = z.object({
+  port: z.number().int().min(1).max(65535),
+  bindAddress: z.string().refine((s) => isIP(s) !== 0),
+  certDir: z.string().min(1),
+  standalone: z.boolean(),
+  inCluster: z.boolean(),
+  logLevel: z.enum(LOG_LEVELS),
+  kubeconfig: z.string().min(1).optional(),
+  tlsCertFile: z.string().min(1),
+  tlsKeyFile: z.string().min(1),
+  tlsFilesExplicit: z.boolean(),
+  watchHistory: z.number().int().min(0),
+  watchQueue: z.number().int().min(1),
+  bookmarkIntervalSeconds: z.number().int().min(1),
+  maxBodyBytes: z.literal(MAX_BODY_BYTES),
+  shutdownTimeoutSeconds: z.number().int().min(0),
+  help: z.boolean(),
+});
+
+export function usage(): string {
+  const lines = [
+    'Usage: farm-apiserver [flags]',
+    '',
+    'Kubernetes aggregated API server for farm.example.com (Llamas, FarmPods).',
+    'Every flag also reads an environment variable; precedence is flag > environment > default.',
+    '',
+    'Flags:',
+  ];
+  const left = OPTIONS.map((o) => (o.boolean ? `${o.flag}[=true|false]` : `${o.flag} ${o.metavar ?? '<value>'}`));
+  const width = Math.max(...left.map((l) => l.length), '-h, --help'.length) + 2;
+  OPTIONS.forEach((o, i) => {
+    lines.push(`  ${left[i]!.padEnd(width)}${o.help}`);
+    lines.push(`  ${''.padEnd(width)}env ${o.env}; default ${o.defaultText}`);
+  });
+  lines.push(`  ${'-h, --help'.padEnd(width)}print this help and exit`);
+  return lines.join('\n') + '\n';
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Raw {
+  value: string;
+  source: 'flag' | 'env';
+}
+
+function oneLine(s: string): string {
+  const flat = s.replace(/[\r\n\t]+/g, ' ');
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
+}
+
+function invalid(spec: OptSpec, raw: Raw, why: string): ConfigError {
+  const where = raw.source === 'env' ? `${spec.env} (${spec.flag})` : spec.flag;
+  return new ConfigError(`invalid ${where} ${JSON.stringify(oneLine(raw.value))}: ${why}`);
+}
+
+function parseArgv(argv: string[]): { flags: Map<OptKey, Raw>; help: boolean } {
+  const flags = new Map<OptKey, Raw>();
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    if (arg === '--') {
+      if (i + 1 < argv.length) {
+        throw new ConfigError(`unexpected argument ${JSON.stringify(oneLine(argv[i + 1]!))}: farm-apiserver takes no positional arguments`);
+      }
+      break;
+    }
+    if (!arg.startsWith('--')) {
+      if (arg.startsWith('-') && arg.length > 1) {
+        throw new ConfigError(`unknown flag ${JSON.stringify(oneLine(arg))}: flags are spelled --name (see --help)`);
+      }
+      throw new ConfigError(`unexpected argument ${JSON.stringify(oneLine(arg))}: farm-apiserver takes no positional arguments`);
+    }
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg : arg.slice(0, eq);
+    const spec = BY_FLAG.get(name);
+    if (!spec) {
+      throw new ConfigError(`unknown flag ${oneLine(name)} (see --help)`);
+    }
+    let value: string;
+    if (eq !== -1) {
+      value = arg.slice(eq + 1);
+    } else if (spec.boolean) {
+      value = 'true'; // pflag semantics: a bare boolean flag never consumes the next argument
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined || (next.startsWith('--') && next.length > 2)) {
+        throw new ConfigError(`missing value for ${spec.flag}: ${spec.expected}`);
+      }
+      value = next;
+      i++;
+    }
+    flags.set(spec.key, { value, source: 'flag' });
+  }
+  return { flags, help };
+}
+
+function defaultsFor(standalone: boolean, inCluster: boolean, certDir = './certs'): Config {
+  return {
+    port: 8443,
+    bindAddress: standalone ? '127.0.0.1' : '0.0.0.0',
+    certDir,
+    standalone,
+    inCluster,
+    logLevel: 'info',
+    tlsCertFile: join(certDir, 'tls.crt'),
+    tlsKeyFile: join(certDir, 'tls.key'),
+    tlsFilesExplicit: false,
+    watchHistory: 10000,
+    watchQueue: 1000,
+    bookmarkIntervalSeconds: 60,
+    maxBodyBytes: MAX_BODY_BYTES,
+    shutdownTimeoutSeconds: 5,
+    help: false,
+  };
+}
+
+/**
+ * Build the configuration from argv (without the node/script prefix, i.e. process.argv.slice(2))
+ * and the environment. Throws ConfigError with a one-line message on any bad input.
+ */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, probes: ConfigProbes = {}): Config {
+  const fileExists = probes.fileExists ?? existsSync;
+  const { flags, help } = parseArgv(argv);
+  const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST) && fileExists(IN_CLUSTER_TOKEN_PATH);
+
+  if (help) {
+    return { ...defaultsFor(!inCluster, inCluster), help: true };
+  }
+
+  // Resolve each option: flag > env > (absent). Empty env vars count as unset.
+  const values: Partial<Record<OptKey, unknown>> = {};
+  const given: Partial<Record<OptKey, Raw>> = {};
+  for (const spec of OPTIONS) {
+    let raw = flags.get(spec.key);
+    if (!raw) {
+      const e = env[spec.env];
+      if (e !== undefined && e !== '') raw = { value: e, source: 'env' };
+    }
+    if (!raw) continue;
+    const parsed = spec.schema.safeParse(raw.value);
+    if (!parsed.success) throw invalid(spec, raw, spec.expected);
+    values[spec.key] = parsed.data;
+    given[spec.key] = raw;
+  }
+
+  const kubeconfig = values.kubeconfig as string | undefined;
+  const standalone = (values.standalone as boolean | undefined) ?? (kubeconfig === undefined && !inCluster);
+  if (!standalone && kubeconfig === undefined && !inCluster) {
+    const spec = BY_FLAG.get('--standalone')!;
+    throw invalid(spec, given.standalone!,
+      'cluster mode needs --kubeconfig (FARM_KUBECONFIG) or an in-cluster service account');
+  }
+
+  const certDir = (values.certDir as string | undefined) ?? './certs';
+  const base = defaultsFor(standalone, inCluster, certDir);
+
+  const certGiven = given.tlsCertFile;
+  const keyGiven = given.tlsKeyFile;
+  if (certGiven && !keyGiven) {
+    throw invalid(BY_FLAG.get('--tls-cert-file')!, certGiven, '--tls-key-file (FARM_TLS_KEY_FILE) must be given too');
+  }
+  if (keyGiven && !certGiven) {
+    throw invalid(BY_FLAG.get('--tls-key-file')!, keyGiven, '--tls-cert-file (FARM_TLS_CERT_FILE) must be given too');
+  }
+
+  const merged = {
+    ...base,
+    ...(values as Partial<Config>),
+    standalone,
+    certDir,
+    tlsFilesExplicit: Boolean(certGiven && keyGiven),
+  };
+  if (kubeconfig === undefined) delete merged.kubeconfig;
+
+  const checked = ConfigSchema.safeParse(merged);
+  if (!checked.success) {
+    // Unreachable unless the option table and the schema disagree; still keep it one line.
+    const issue = checked.error.issues[0];
+    throw new ConfigError(`invalid configuration ${issue?.path.join('.') ?? ''}: ${oneLine(issue?.message ?? 'unknown error')}`);
+  }
+  return checked.data as Config;
+}

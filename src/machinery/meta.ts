@@ -1,0 +1,115 @@
+// Server-owned ObjectMeta as k8s.io/apiserver's rest.BeforeCreate / BeforeUpdate set and validate it.
+import { randomUUID, randomInt } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import { dns1123SubdomainErrors, labelValueErrors, qualifiedNameErrors } from './names.js';
+import { FieldError } from './status.js';
+import type { KubeObject, ObjectMeta } from './types.js';
+
+const totalAnnotationSizeLimit = 256 * 1024;
+const generateAlphabet = 'bcdfghjklmnpqrstvwxz2456789';
+
+export function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** SimpleNameGenerator: prefix (cut to 58) + 5 random characters. */
+export function generateName(prefix: string): string {
+  let suffix = '';
+  for (let i = 0; i < 5; i++) suffix += generateAlphabet[randomInt(generateAlphabet.length)];
+  return prefix.slice(0, 58) + suffix;
+}
+
+/** Sets what the server owns on create; the client's values for these are ignored. */
+export function prepareForCreate(obj: KubeObject, now: Date): KubeObject {
+  const m: ObjectMeta = { ...obj.metadata };
+  if (!m.name && m.generateName) m.name = generateName(m.generateName);
+  m.uid = randomUUID();
+  m.creationTimestamp = rfc3339(now);
+  m.generation = 1;
+  delete m.resourceVersion;
+  delete m.deletionTimestamp;
+  delete m.deletionGracePeriodSeconds;
+  return { ...obj, metadata: m };
+}
+
+/** Keeps what an update may not change and bumps generation when anything but metadata/status changed. */
+export function prepareForUpdate(next: KubeObject, old: KubeObject): KubeObject {
+  const m: ObjectMeta = { ...next.metadata };
+  const o = old.metadata;
+  if (!m.uid) m.uid = o.uid;
+  m.creationTimestamp = o.creationTimestamp;
+  m.generation = o.generation ?? 1;
+  if (o.deletionTimestamp) m.deletionTimestamp = o.deletionTimestamp;
+  else delete m.deletionTimestamp;
+  if (o.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = o.deletionGracePeriodSeconds;
+  else delete m.deletionGracePeriodSeconds;
+  if (m.generateName === undefined && o.generateName !== undefined) m.generateName = o.generateName;
+  if (specChanged(next, old)) m.generation += 1;
+  return { ...next, metadata: m };
+}
+
+function specChanged(a: KubeObject, b: KubeObject): boolean {
+  const strip = ({ metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest }: KubeObject) => rest;
+  return !isDeepStrictEqual(strip(a), strip(b));
+}
+
+/** ValidateObjectMeta for a namespaced-or-not object whose names are DNS subdomains. */
+export function validateMeta(m: ObjectMeta, namespaced: boolean): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!m.name) {
+    if (!m.generateName) errs.push(FieldError.required('metadata.name', 'name or generateName is required'));
+  } else {
+    for (const e of dns1123SubdomainErrors(m.name)) errs.push(FieldError.invalid('metadata.name', m.name, e));
+  }
+  if (m.generateName) {
+    for (const e of dns1123SubdomainErrors(m.generateName.replace(/-$/, 'a') || 'a')) errs.push(FieldError.invalid('metadata.generateName', m.generateName, e));
+  }
+  if (namespaced && !m.namespace) errs.push(FieldError.required('metadata.namespace', ''));
+  if (!namespaced && m.namespace) errs.push(FieldError.forbidden('metadata.namespace', 'not allowed on this type'));
+  errs.push(...validateLabels(m.labels), ...validateAnnotations(m.annotations));
+  (m.finalizers ?? []).forEach((f, i) => {
+    for (const e of qualifiedNameErrors(f)) errs.push(FieldError.invalid(`metadata.finalizers[${i}]`, f, e));
+  });
+  (m.ownerReferences ?? []).forEach((r, i) => {
+    const p = `metadata.ownerReferences[${i}]`;
+    if (!r.apiVersion) errs.push(FieldError.invalid(`${p}.apiVersion`, r.apiVersion ?? '', 'version must not be empty'));
+    if (!r.kind) errs.push(FieldError.invalid(`${p}.kind`, r.kind ?? '', 'kind must not be empty'));
+    if (!r.name) errs.push(FieldError.invalid(`${p}.name`, r.name ?? '', 'name must not be empty'));
+    if (!r.uid) errs.push(FieldError.invalid(`${p}.uid`, r.uid ?? '', 'uid must not be empty'));
+  });
+  if ((m.ownerReferences ?? []).filter((r) => r.controller).length > 1) {
+    errs.push(FieldError.invalid('metadata.ownerReferences', m.ownerReferences, 'Only one reference can have Controller set to true'));
+  }
+  return errs;
+}
+
+export function validateMetaUpdate(next: ObjectMeta, old: ObjectMeta): FieldError[] {
+  const errs: FieldError[] = [];
+  if (next.uid !== old.uid) errs.push(FieldError.invalid('metadata.uid', next.uid, 'field is immutable'));
+  if (old.deletionTimestamp) {
+    const added = (next.finalizers ?? []).filter((f) => !(old.finalizers ?? []).includes(f));
+    if (added.length) errs.push(FieldError.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(', ')}}`));
+  }
+  return errs;
+}
+
+function validateLabels(labels: Record<string, string> | undefined): FieldError[] {
+  const errs: FieldError[] = [];
+  for (const [k, v] of Object.entries(labels ?? {})) {
+    for (const e of qualifiedNameErrors(k)) errs.push(FieldError.invalid('metadata.labels', k, e));
+    if (typeof v !== 'string') errs.push(FieldError.typeInvalid(`metadata.labels.${k}`, v, 'must be a string'));
+    else for (const e of labelValueErrors(v)) errs.push(FieldError.invalid('metadata.labels', v, e));
+  }
+  return errs;
+}
+
+function validateAnnotations(annotations: Record<string, string> | undefined): FieldError[] {
+  const errs: FieldError[] = [];
+  let size = 0;
+  for (const [k, v] of Object.entries(annotations ?? {})) {
+    for (const e of qualifiedNameErrors(k.toLowerCase())) errs.push(FieldError.invalid('metadata.annotations', k, e));
+    size += k.length + String(v).length;
+  }
+  if (size > totalAnnotationSizeLimit) errs.push(new FieldError('FieldValueTooLong', 'metadata.annotations', `must have at most ${totalAnnotationSizeLimit} bytes`, '', false));
+  return errs;
+}

@@ -1,0 +1,440 @@
+// JSON merge patch (RFC 7386) and JSON patch (RFC 6902) with kube-apiserver's exact behaviour.
+//
+// kube-apiserver (handlers/patch.go, jsonPatcher.applyJSPatch) applies both with
+// gopkg.in/evanphx/json-patch.v4, whose semantics differ from the RFCs in places kubectl users
+// can observe (replace of a missing object member adds it, copy from a missing member copies null,
+// negative array indices, null patches, ...). Both functions below are faithful ports of that
+// library and of the handler's error mapping, checked against the real Go code:
+//   - a body that does not decode         → 400 BadRequest (message depends on ?fieldValidation)
+//   - more than 10000 operations          → 413 RequestEntityTooLarge
+//   - an operation that does not apply    → 422 Invalid "the server rejected our request due to an
+//     error in our request" (NewGenericServerResponse(422, ...) drops the library's reason; it is
+//     kept on the error's `cause` for logs)
+// Inputs are never mutated. Object members are always created as own data properties, so a
+// "__proto__" member is an ordinary key (as in Go and JSON.parse) and never reaches a prototype.
+
+import { ApiError, FieldError, errors } from './status.js';
+
+/** The ?fieldValidation= of the request. kube-apiserver defaults to Warn; kubectl sends Strict. */
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+export interface PatchOptions {
+  /** Decides how the body is decoded (and so which 400 message a malformed body gets). Default Warn. */
+  fieldValidation?: FieldValidation;
+}
+
+export interface JsonPatchOutcome {
+  /** The patched document (a fresh value; may be an array if the patch replaced the root with one). */
+  object: unknown;
+  /**
+   * Strict-decoding findings about the patch itself, e.g. `json patch unknown field "[0].valu"`.
+   * Upstream appends the unknown fields found decoding the patched object after these; then with
+   * Warn each is a Warning header, with Strict the lot is a 422 (see strictDecodingError).
+   * Always empty with Ignore.
+   */
+  strictErrors: string[];
+}
+
+type Json = null | boolean | number | string | Json[] | JsonObject;
+interface JsonObject { [k: string]: Json }
+
+const maxJSONPatchOperations = 10000;
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------------
+
+const hasOwn = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Sets an own, enumerable data property: safe for "__proto__", "constructor", ... */
+function setOwn(o: JsonObject, k: string, v: Json): void {
+  Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+}
+
+function getOwn(o: JsonObject, k: string): Json | undefined {
+  return hasOwn(o, k) ? o[k] : undefined;
+}
+
+/** Deep copy of a JSON value into fresh plain objects/arrays (never touches a prototype). */
+function clone(v: unknown): Json {
+  if (Array.isArray(v)) return v.map(clone);
+  if (typeof v === 'object' && v !== null) {
+    const out: JsonObject = {};
+    for (const k of Object.keys(v)) {
+      const x = (v as Record<string, unknown>)[k];
+      if (x !== undefined) setOwn(out, k, clone(x));
+    }
+    return out;
+  }
+  if (v === undefined) return null;
+  return v as Json;
+}
+
+/** The name encoding/json gives a JSON value's type in UnmarshalTypeError. */
+function goJsonType(v: unknown): string {
+  if (Array.isArray(v)) return 'array';
+  if (v === null) return 'null';
+  switch (typeof v) {
+    case 'object': return 'object';
+    case 'string': return 'string';
+    case 'boolean': return 'bool';
+    default: return 'number';
+  }
+}
+
+/** A patch operation that does not apply: what NewGenericServerResponse(422, ...) makes of it. */
+function notApplicable(reason: string): ApiError {
+  const e = new ApiError(422, 'Invalid', 'the server rejected our request due to an error in our request', {});
+  Object.defineProperty(e, 'cause', { value: reason, enumerable: false, configurable: true, writable: true });
+  return e;
+}
+
+class PatchFailure { constructor(readonly reason: string) {} }
+const fail = (reason: string): never => { throw new PatchFailure(reason); };
+
+/** json.Marshal of the value as Go prints it: object keys sorted, <, >, & and U+2028/9 escaped. */
+export function goJSON(v: unknown): string {
+  const sorted = (x: unknown): unknown => {
+    if (Array.isArray(x)) return x.map(sorted);
+    if (isObject(x)) {
+      const out: JsonObject = {};
+      for (const k of Object.keys(x).sort(compareUTF8)) setOwn(out, k, sorted(x[k]) as Json);
+      return out;
+    }
+    return x;
+  };
+  return JSON.stringify(sorted(v) ?? null).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+function compareUTF8(a: string, b: string): number {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return Buffer.compare(x, y);
+}
+
+/**
+ * The 422 kube-apiserver answers when strict field validation fails for a patch:
+ * ` "" is invalid: patch: Invalid value: "<patched JSON>": strict decoding error: <e1>, <e2>`.
+ */
+export function strictDecodingError(patched: unknown, strictErrors: readonly string[]): ApiError {
+  return errors.invalid({ group: '', kind: '' }, '', [
+    FieldError.invalid('patch', goJSON(patched), `strict decoding error: ${strictErrors.join(', ')}`),
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON merge patch (evanphx/json-patch.v4 MergePatch)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Applies a JSON merge patch as kube-apiserver does. RFC 7386 semantics (null deletes, objects
+ * merge recursively, anything else replaces), except at the top level, where — like upstream —
+ * a null or scalar patch is a 400 (`Invalid JSON Patch`, or with Warn/Strict a decoding error)
+ * and an array is returned as is (so that decoding it into an object then fails). Nulls nested in
+ * a value that is inserted (rather than merged) are pruned from its objects, as upstream does.
+ */
+export function applyMergePatch(target: unknown, patch: unknown, opts: PatchOptions = {}): unknown {
+  const fv = opts.fieldValidation ?? 'Warn';
+  if ((fv === 'Strict' || fv === 'Warn') && patch !== null && !isObject(patch)) {
+    throw errors.badRequest(`error decoding patch: json: cannot unmarshal ${goJsonType(patch)} into Go value of type map[string]interface {}`);
+  }
+  if (isObject(patch)) {
+    if (!isObject(target)) return pruneNulls(clone(patch));
+    const doc = clone(target) as JsonObject;
+    mergeDocs(doc, patch);
+    return doc;
+  }
+  if (Array.isArray(patch)) return pruneNulls(clone(patch));
+  throw errors.badRequest('Invalid JSON Patch');
+}
+
+function mergeDocs(doc: JsonObject, patch: JsonObject): void {
+  for (const k of Object.keys(patch)) {
+    const v = patch[k];
+    if (v === null || v === undefined) {
+      delete doc[k]; // delete only ever removes an own property
+      continue;
+    }
+    const cur = getOwn(doc, k);
+    if (cur === undefined || cur === null) setOwn(doc, k, pruneNulls(clone(v)));
+    else setOwn(doc, k, merge(cur, v));
+  }
+}
+
+function merge(cur: Json, patch: Json): Json {
+  if (!isObject(cur)) return pruneNulls(clone(patch));
+  if (!isObject(patch)) return clone(patch); // upstream does not prune here
+  mergeDocs(cur, patch);
+  return cur;
+}
+
+/** pruneNulls: drops null members of objects, recursively, also within arrays (whose null items stay). */
+function pruneNulls(v: Json): Json {
+  if (Array.isArray(v)) {
+    for (const x of v) if (x !== null) pruneNulls(x);
+  } else if (isObject(v)) {
+    for (const k of Object.keys(v)) {
+      if (v[k] === null) delete v[k];
+      else pruneNulls(v[k]);
+    }
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON patch (evanphx/json-patch.v4 Patch.Apply, behind handlers.jsonPatcher.applyJSPatch)
+// ---------------------------------------------------------------------------------------------
+
+const opFields = new Set(['op', 'path', 'from', 'value']);
+
+/**
+ * Applies an RFC 6902 JSON patch as kube-apiserver does, reporting strict-decoding findings
+ * instead of acting on them. Throws ApiError 400 / 413 / 422 (see the file comment).
+ */
+export function jsonPatch(target: unknown, ops: unknown, opts: PatchOptions = {}): JsonPatchOutcome {
+  const fv = opts.fieldValidation ?? 'Warn';
+  const strictErrors: string[] = [];
+  if (fv === 'Strict' || fv === 'Warn') {
+    // kjson.UnmarshalStrict(body, &[]jsonPatchOp): the first type error wins; unknown members are findings.
+    if (ops !== null && !Array.isArray(ops)) {
+      throw errors.badRequest(`error decoding patch: json: cannot unmarshal ${goJsonType(ops)} into Go value of type []handlers.jsonPatchOp`);
+    }
+    (ops ?? []).forEach((op: unknown, i: number) => {
+      if (op === null) return;
+      if (!isObject(op)) {
+        throw errors.badRequest(`error decoding patch: json: cannot unmarshal ${goJsonType(op)} into Go value of type handlers.jsonPatchOp`);
+      }
+      for (const k of Object.keys(op)) {
+        if (!opFields.has(k)) strictErrors.push(`json patch unknown field "[${i}].${k}"`);
+        else if (k !== 'value' && op[k] !== null && typeof op[k] !== 'string') {
+          throw errors.badRequest(`error decoding patch: json: cannot unmarshal ${goJsonType(op[k])} into Go struct field jsonPatchOp.${k} of type string`);
+        }
+      }
+    });
+  }
+  // jsonpatch.DecodePatch(body): a JSON array of objects (or nulls), or null.
+  if (ops !== null && !Array.isArray(ops)) {
+    throw errors.badRequest(`json: cannot unmarshal ${goJsonType(ops)} into Go value of type jsonpatch.Patch`);
+  }
+  const list: unknown[] = ops ?? [];
+  const bad = list.find((op) => op !== null && !isObject(op));
+  if (bad !== undefined) {
+    throw errors.badRequest(`json: cannot unmarshal ${goJsonType(bad)} into Go value of type jsonpatch.Operation`);
+  }
+  if (list.length > maxJSONPatchOperations) {
+    throw errors.tooLarge(`Request entity too large: The allowed maximum operations in a JSON patch is ${maxJSONPatchOperations}, got ${list.length}`);
+  }
+  try {
+    return { object: applyOps(target, list as (JsonObject | null)[]), strictErrors };
+  } catch (e) {
+    if (e instanceof PatchFailure) throw notApplicable(e.reason);
+    throw e;
+  }
+}
+
+/**
+ * applyJsonPatch: jsonPatch() for callers that do not merge strict findings with their own:
+ * with Strict they become the 422 at once; with Warn they go to `warn` (Warning headers).
+ */
+export function applyJsonPatch(
+  target: unknown,
+  ops: unknown,
+  opts: PatchOptions & { warn?: (message: string) => void } = {},
+): unknown {
+  const { object, strictErrors } = jsonPatch(target, ops, opts);
+  if (strictErrors.length) {
+    if ((opts.fieldValidation ?? 'Warn') === 'Strict') throw strictDecodingError(object, strictErrors);
+    for (const w of strictErrors) opts.warn?.(w);
+  }
+  return object;
+}
+
+/** A container of the document: an object or an array, addressed by a decoded reference token. */
+type Container = JsonObject | Json[];
+
+/** strconv.Atoi: optional sign, decimal digits, int64 range. */
+function atoi(key: string): number | undefined {
+  if (!/^[+-]?[0-9]+$/.test(key)) return undefined;
+  const n = BigInt(key);
+  if (n > 9223372036854775807n || n < -9223372036854775808n) return undefined;
+  return Number(n);
+}
+
+const decodeKey = (k: string) => k.replace(/~[01]/g, (m) => (m === '~1' ? '/' : '~'));
+
+function containerGet(c: Container, key: string): Json | undefined {
+  if (!Array.isArray(c)) return getOwn(c, key); // missing and null are alike upstream
+  let idx = atoi(key);
+  if (idx === undefined) return fail(`strconv.Atoi: parsing ${JSON.stringify(key)}: invalid syntax`);
+  if (idx < 0) {
+    if (idx < -c.length) return fail(`Unable to access invalid index: ${idx}: invalid index referenced`);
+    idx += c.length;
+  }
+  if (idx >= c.length) return fail(`Unable to access invalid index: ${idx}: invalid index referenced`);
+  return c[idx];
+}
+
+/** Only used by replace, after containerGet succeeded. */
+function containerSet(c: Container, key: string, v: Json): void {
+  if (!Array.isArray(c)) { setOwn(c, key, v); return; }
+  let idx = atoi(key)!;
+  if (idx < 0) idx += c.length;
+  c[idx] = v;
+}
+
+function containerAdd(c: Container, key: string, v: Json): void {
+  if (!Array.isArray(c)) { setOwn(c, key, v); return; }
+  if (key === '-') { c.push(v); return; }
+  let idx = atoi(key);
+  if (idx === undefined) return fail(`value was not a proper array index: '${key}'`);
+  const size = c.length + 1;
+  if (idx >= size) return fail(`Unable to access invalid index: ${idx}: invalid index referenced`);
+  if (idx < 0) {
+    if (idx < -size) return fail(`Unable to access invalid index: ${idx}: invalid index referenced`);
+    idx += size;
+  }
+  c.splice(idx, 0, v);
+}
+
+function containerRemove(c: Container, key: string): void {
+  if (!Array.isArray(c)) {
+    if (!hasOwn(c, key)) return fail(`Unable to remove nonexistent key: ${key}: missing value`);
+    delete c[key];
+    return;
+  }
+  let idx = atoi(key);
+  if (idx === undefined) return fail(`strconv.Atoi: parsing ${JSON.stringify(key)}: invalid syntax`);
+  if (idx >= c.length) return fail(`Unable to access invalid index: ${idx}: invalid index referenced`);
+  if (idx < 0) {
+    if (idx < -c.length) return fail(`Unable to access invalid index: ${idx}: invalid index referenced`);
+    idx += c.length;
+  }
+  c.splice(idx, 1);
+}
+
+/** findObject: the container holding the last token of `path`, and that token decoded. */
+function findObject(doc: Container, path: string): { con: Container; key: string } | undefined {
+  const split = path.split('/');
+  if (split.length < 2) return undefined;
+  let con: Container = doc;
+  for (const part of split.slice(1, -1)) {
+    let next: Json | undefined;
+    try {
+      next = containerGet(con, decodeKey(part));
+    } catch (e) {
+      if (e instanceof PatchFailure) return undefined;
+      throw e;
+    }
+    if (next === undefined || next === null || typeof next !== 'object') return undefined;
+    con = next;
+  }
+  return { con, key: decodeKey(split[split.length - 1]) };
+}
+
+/** A string member of an operation; upstream fails on a missing, null or non-string one. */
+function stringField(op: JsonObject, name: 'path' | 'from'): string | undefined {
+  const v = getOwn(op, name);
+  return typeof v === 'string' ? v : undefined;
+}
+
+function deepEqual(a: Json, b: Json): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+  if (isObject(a)) {
+    if (!isObject(b)) return false;
+    const ka = Object.keys(a);
+    return ka.length === Object.keys(b).length && ka.every((k) => hasOwn(b, k) && deepEqual(a[k], b[k]));
+  }
+  return false;
+}
+
+function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
+  if (typeof target !== 'object' || target === null) fail('document is not a JSON object or array');
+  let doc = clone(target) as Container;
+  for (const op of ops) {
+    const kind = op && typeof getOwn(op, 'op') === 'string' ? (op.op as string) : 'unknown';
+    if (!op) fail(`Unexpected kind: ${kind}`);
+    const o = op as JsonObject;
+    const hasValue = hasOwn(o, 'value');
+    const value = (): Json => (hasValue ? clone(o.value) : null);
+    switch (kind) {
+      case 'add': {
+        const path = stringField(o, 'path');
+        if (path === undefined) fail('add operation failed to decode path: missing value');
+        const f = findObject(doc, path!) ?? fail(`add operation does not apply: doc is missing path: "${path}": missing value`);
+        containerAdd(f.con, f.key, value());
+        break;
+      }
+      case 'remove': {
+        const path = stringField(o, 'path');
+        if (path === undefined) fail('remove operation failed to decode path: missing value');
+        const f = findObject(doc, path!) ?? fail(`remove operation does not apply: doc is missing path: "${path}": missing value`);
+        containerRemove(f.con, f.key);
+        break;
+      }
+      case 'replace': {
+        const path = stringField(o, 'path');
+        if (path === undefined) fail('replace operation failed to decode path');
+        if (path === '') {
+          const v = o.value;
+          if (!hasValue || typeof v !== 'object' || v === null) fail('replace operation value must be object or array');
+          doc = clone(v) as Container;
+          break;
+        }
+        const f = findObject(doc, path!) ?? fail(`replace operation does not apply: doc is missing path: ${path}: missing value`);
+        try {
+          containerGet(f.con, f.key); // a missing object member is fine: upstream's replace then adds it
+        } catch (e) {
+          if (e instanceof PatchFailure) fail(`replace operation does not apply: doc is missing key: ${path}: missing value`);
+          throw e;
+        }
+        containerSet(f.con, f.key, value());
+        break;
+      }
+      case 'move': {
+        const from = stringField(o, 'from');
+        if (from === undefined) fail('move operation failed to decode from');
+        const src = findObject(doc, from!) ?? fail(`move operation does not apply: doc is missing from path: ${from}: missing value`);
+        const val = containerGet(src.con, src.key) ?? null;
+        containerRemove(src.con, src.key);
+        const path = stringField(o, 'path');
+        if (path === undefined) fail('move operation failed to decode path');
+        const dst = findObject(doc, path!) ?? fail(`move operation does not apply: doc is missing destination path: ${path}: missing value`);
+        containerAdd(dst.con, dst.key, val);
+        break;
+      }
+      case 'test': {
+        const path = stringField(o, 'path');
+        if (path === undefined) fail('test operation failed to decode path');
+        if (path === '') {
+          if (!hasValue || !deepEqual(doc, o.value)) fail(`testing value ${path} failed: test failed`);
+          break;
+        }
+        const f = findObject(doc, path!) ?? fail(`test operation does not apply: is missing path: ${path}: missing value`);
+        const val = containerGet(f.con, f.key);
+        if (val === undefined || val === null) {
+          // a missing or null member passes only a test for null (upstream panics when value is absent)
+          if (hasValue && o.value === null) break;
+          fail(`testing value ${path} failed: test failed`);
+        }
+        if (!hasValue || !deepEqual(val!, o.value)) fail(`testing value ${path} failed: test failed`);
+        break;
+      }
+      case 'copy': {
+        const from = stringField(o, 'from');
+        if (from === undefined) fail('copy operation failed to decode from');
+        const src = findObject(doc, from!) ?? fail(`copy operation does not apply: doc is missing from path: ${from}: missing value`);
+        const val = containerGet(src.con, src.key) ?? null; // a missing object member copies as null
+        const path = stringField(o, 'path');
+        if (path === undefined) fail('copy operation failed to decode path: missing value');
+        const dst = findObject(doc, path!) ?? fail(`copy operation does not apply: doc is missing destination path: ${path}: missing value`);
+        containerAdd(dst.con, dst.key, clone(val));
+        break;
+      }
+      default:
+        fail(`Unexpected kind: ${kind}`);
+    }
+  }
+  return doc;
+}

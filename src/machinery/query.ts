@@ -1,0 +1,98 @@
+// Turns a request's list options into an ObjectCache read: namespace prefix, selectors, pagination.
+import { objectKey, type Entry, type ObjectCache } from '../storage/objectCache.js';
+import type { ListOptions } from './listOptions.js';
+import { parseRV } from './listOptions.js';
+import { fieldValue, selectableFields, type ResourceDefinition } from './resource.js';
+import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, fieldSelectorSingleValue } from './selectors.js';
+import { errors } from './status.js';
+import type { KubeObject, ListMeta } from './types.js';
+
+export interface Selection {
+  prefix: string;
+  /** undefined when nothing narrows the selection beyond the prefix. */
+  matches?: (obj: KubeObject) => boolean;
+  /** A single object the field selector pins down (metadata.name=X within a namespace). */
+  onlyKey?: string;
+}
+
+export function selection(def: ResourceDefinition, namespace: string | undefined, opts: ListOptions): Selection {
+  const labels = parseLabelSelector(opts.labelSelector);
+  const fields = parseFieldSelector(opts.fieldSelector, selectableFields(def));
+  const hasLabels = opts.labelSelector.trim() !== '';
+  const hasFields = opts.fieldSelector.trim() !== '';
+  const prefix = namespace ? `${namespace}/` : '';
+  const matches = hasLabels || hasFields
+    ? (obj: KubeObject) => (!hasLabels || matchesLabels(labels, obj.metadata.labels)) && (!hasFields || matchesFields(fields, (f) => fieldValue(def, obj, f)))
+    : undefined;
+  const name = hasFields ? fieldSelectorSingleValue(fields, 'metadata.name') : undefined;
+  const onlyKey = name !== undefined && (namespace || !def.namespaced) ? objectKey(namespace, name) : undefined;
+  return { prefix, matches, onlyKey };
+}
+
+interface ContinueToken { v: string; rv: number; start: string }
+
+export function encodeContinue(rv: number, lastKey: string): string {
+  const token: ContinueToken = { v: 'meta.k8s.io/v1', rv, start: `${lastKey}\u0000` };
+  return Buffer.from(JSON.stringify(token)).toString('base64url');
+}
+
+function decodeContinue(s: string, prefix: string): { rv: number; startAfter: string } {
+  let token: ContinueToken;
+  try {
+    token = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
+  } catch {
+    throw errors.badRequest('continue key is not valid: illegal base64 data or invalid JSON');
+  }
+  if (token?.v !== 'meta.k8s.io/v1') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (typeof token.rv !== 'number' || token.rv <= 0 || typeof token.start !== 'string') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  const startAfter = token.start.endsWith('\u0000') ? token.start.slice(0, -1) : token.start;
+  if (!startAfter.startsWith(prefix) || startAfter.includes('..')) throw errors.badRequest('continue key is not valid: key is outside the requested range');
+  return { rv: token.rv, startAfter };
+}
+
+const tooOldContinue = 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
+
+/** A list as of one resourceVersion, paginated like the etcd3 storage: keys in order, continue = last key + rv. */
+export function listEntries(cache: ObjectCache, sel: Selection, opts: ListOptions): { items: Entry[]; meta: ListMeta } {
+  let atRV: number | undefined;
+  let startAfter: string | undefined;
+  if (opts.continue) {
+    const c = decodeContinue(opts.continue, sel.prefix);
+    if (c.rv < cache.oldestRV) throw errors.expired(tooOldContinue);
+    atRV = c.rv;
+    startAfter = c.startAfter;
+  } else {
+    const rv = parseRV(opts.resourceVersion);
+    if (rv !== undefined && rv > cache.resourceVersion && opts.resourceVersion !== '0') {
+      throw errors.timeout(`Too large resource version: ${rv}, current: ${cache.resourceVersion}`, 1);
+    }
+    if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
+      if (rv < cache.oldestRV) throw errors.expired(`too old resource version: ${rv} (${cache.oldestRV})`);
+      atRV = rv;
+    }
+  }
+  const listRV = atRV ?? cache.resourceVersion;
+  let candidates: Entry[];
+  if (sel.onlyKey !== undefined && atRV === undefined) {
+    const e = cache.get(sel.onlyKey);
+    candidates = e && (startAfter === undefined || e.key > startAfter) ? [e] : [];
+  } else {
+    candidates = cache.list({ prefix: sel.prefix, atRV, startAfter });
+  }
+  const limit = opts.limit > 0 ? opts.limit : Infinity;
+  const items: Entry[] = [];
+  let i = 0;
+  for (; i < candidates.length && items.length < limit; i++) {
+    if (!sel.matches || sel.matches(candidates[i].object)) items.push(candidates[i]);
+  }
+  const meta: ListMeta = { resourceVersion: String(listRV) };
+  if (items.length === limit && i < candidates.length) {
+    const more = sel.matches ? candidates.slice(i).some((e) => sel.matches!(e.object)) : true;
+    if (more) {
+      meta.continue = encodeContinue(listRV, items[items.length - 1].key);
+      // etcd can count what remains only when no selector filters it; upstream omits it otherwise.
+      if (!sel.matches) meta.remainingItemCount = candidates.length - i;
+    }
+  }
+  return { items, meta };
+}

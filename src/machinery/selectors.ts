@@ -1,0 +1,561 @@
+// Label and field selectors, ported from k8s.io/apimachinery v0.33 (pkg/labels/selector.go,
+// pkg/fields/selector.go) so that parse errors carry upstream's exact messages.
+// Every parse failure is an ApiError 400 BadRequest, as kube-apiserver answers for a bad
+// ?labelSelector= / ?fieldSelector= (handlers/get.go wraps err.Error() in NewBadRequest).
+
+import { errors } from './status.js';
+
+// ---------------------------------------------------------------------------------------------
+// Label selectors
+// ---------------------------------------------------------------------------------------------
+
+/** selection.Operator values as upstream spells them. */
+export type LabelOperator = '=' | '==' | '!=' | 'in' | 'notin' | 'exists' | '!' | 'gt' | 'lt';
+
+export interface LabelRequirement {
+  readonly key: string;
+  readonly operator: LabelOperator;
+  /** Sorted and de-duplicated (upstream keeps them in a sets.String). Empty for exists / '!'. */
+  readonly values: readonly string[];
+}
+
+/** The AND of its requirements, sorted by key as upstream does; empty matches everything. */
+export type LabelSelector = readonly LabelRequirement[];
+
+const binaryOperators: readonly string[] = ['in', 'notin', '=', '==', '!=', 'gt', 'lt'];
+
+type Tok =
+  | 'Error' | 'EndOfString' | 'ClosedPar' | 'Comma' | 'DoesNotExist' | 'DoubleEquals' | 'Equals'
+  | 'GreaterThan' | 'Identifier' | 'In' | 'LessThan' | 'NotEquals' | 'NotIn' | 'OpenPar';
+
+const string2token: ReadonlyMap<string, Tok> = new Map<string, Tok>([
+  [')', 'ClosedPar'], [',', 'Comma'], ['!', 'DoesNotExist'], ['==', 'DoubleEquals'],
+  ['=', 'Equals'], ['>', 'GreaterThan'], ['in', 'In'], ['<', 'LessThan'],
+  ['!=', 'NotEquals'], ['notin', 'NotIn'], ['(', 'OpenPar'],
+]);
+
+interface Item { tok: Tok; lit: string }
+
+const isWhitespace = (ch: string) => ch === ' ' || ch === '\t' || ch === '\r' || ch === '\n';
+const isSpecialSymbol = (ch: string) =>
+  ch === '=' || ch === '!' || ch === '(' || ch === ')' || ch === ',' || ch === '>' || ch === '<';
+
+/** Upstream's Lexer: reads bytes, with NUL (or the end) meaning end of input. */
+class Lexer {
+  private pos = 0;
+  constructor(private readonly s: string) {}
+
+  private read(): string {
+    if (this.pos < this.s.length) return this.s[this.pos++];
+    return '\0';
+  }
+
+  private unread(): void { this.pos--; }
+
+  private scanIDOrKeyword(): Item {
+    let buf = '';
+    for (;;) {
+      const ch = this.read();
+      if (ch === '\0') break;
+      if (isSpecialSymbol(ch) || isWhitespace(ch)) { this.unread(); break; }
+      buf += ch;
+    }
+    const t = string2token.get(buf);
+    return t !== undefined ? { tok: t, lit: buf } : { tok: 'Identifier', lit: buf };
+  }
+
+  private scanSpecialSymbol(): Item {
+    let last: Item | undefined;
+    let buf = '';
+    for (;;) {
+      const ch = this.read();
+      if (ch === '\0') break;
+      if (isSpecialSymbol(ch)) {
+        buf += ch;
+        const t = string2token.get(buf);
+        if (t !== undefined) last = { tok: t, lit: buf };
+        else if (last) { this.unread(); break; }
+      } else { this.unread(); break; }
+    }
+    return last ?? { tok: 'Error', lit: `error expected: keyword found '${buf}'` };
+  }
+
+  lex(): Item {
+    let ch = this.read();
+    while (isWhitespace(ch)) ch = this.read();
+    if (ch === '\0') return { tok: 'EndOfString', lit: '' };
+    this.unread();
+    return isSpecialSymbol(ch) ? this.scanSpecialSymbol() : this.scanIDOrKeyword();
+  }
+}
+
+/** A parse failure carrying upstream's error text; turned into a 400 at the top. */
+class SelectorSyntaxError { constructor(readonly message: string) {} }
+const fail = (message: string): never => { throw new SelectorSyntaxError(message); };
+
+type Ctx = 'KeyAndOperator' | 'Values';
+
+class Parser {
+  private items: Item[] = [];
+  private position = 0;
+
+  constructor(input: string) {
+    const l = new Lexer(input);
+    for (;;) {
+      const it = l.lex();
+      this.items.push(it);
+      if (it.tok === 'EndOfString') break;
+    }
+  }
+
+  private static inCtx(it: Item, ctx: Ctx): Item {
+    if (ctx === 'Values' && (it.tok === 'In' || it.tok === 'NotIn')) return { tok: 'Identifier', lit: it.lit };
+    return it;
+  }
+
+  private lookahead(ctx: Ctx): Item { return Parser.inCtx(this.items[this.position], ctx); }
+  private consume(ctx: Ctx): Item { return Parser.inCtx(this.items[this.position++], ctx); }
+
+  parse(): LabelRequirement[] {
+    const reqs: LabelRequirement[] = [];
+    for (;;) {
+      const { tok, lit } = this.lookahead('Values');
+      switch (tok) {
+        case 'Identifier':
+        case 'DoesNotExist': {
+          reqs.push(this.parseRequirementWrapped());
+          const t = this.consume('Values');
+          if (t.tok === 'EndOfString') return reqs;
+          if (t.tok === 'Comma') {
+            const t2 = this.lookahead('Values');
+            if (t2.tok !== 'Identifier' && t2.tok !== 'DoesNotExist') fail(`found '${t2.lit}', expected: identifier after ','`);
+            break;
+          }
+          return fail(`found '${t.lit}', expected: ',' or 'end of string'`);
+        }
+        case 'EndOfString':
+          return reqs;
+        default:
+          return fail(`found '${lit}', expected: !, identifier, or 'end of string'`);
+      }
+    }
+  }
+
+  private parseRequirementWrapped(): LabelRequirement {
+    try {
+      return this.parseRequirement();
+    } catch (e) {
+      if (e instanceof SelectorSyntaxError) fail(`unable to parse requirement: ${e.message}`);
+      throw e;
+    }
+  }
+
+  private parseRequirement(): LabelRequirement {
+    const { key, operator: inferred } = this.parseKeyAndInferOperator();
+    if (inferred === 'exists' || inferred === '!') return newRequirement(key, inferred, []);
+    const operator = this.parseOperator();
+    const values = operator === 'in' || operator === 'notin' ? this.parseValues() : this.parseExactValue();
+    return newRequirement(key, operator, [...values].sort(compareBytes));
+  }
+
+  private parseKeyAndInferOperator(): { key: string; operator: LabelOperator | undefined } {
+    let operator: LabelOperator | undefined;
+    let t = this.consume('Values');
+    if (t.tok === 'DoesNotExist') {
+      operator = '!';
+      t = this.consume('Values');
+    }
+    if (t.tok !== 'Identifier') fail(`found '${t.lit}', expected: identifier`);
+    const keyErr = validateLabelKey(t.lit, '<nil>');
+    if (keyErr) fail(keyErr);
+    const next = this.lookahead('Values').tok;
+    if ((next === 'EndOfString' || next === 'Comma') && operator !== '!') operator = 'exists';
+    return { key: t.lit, operator };
+  }
+
+  private parseOperator(): LabelOperator {
+    const { tok, lit } = this.consume('KeyAndOperator');
+    switch (tok) {
+      case 'In': return 'in';
+      case 'Equals': return '=';
+      case 'DoubleEquals': return '==';
+      case 'GreaterThan': return 'gt';
+      case 'LessThan': return 'lt';
+      case 'NotIn': return 'notin';
+      case 'NotEquals': return '!=';
+      default: return fail(`found '${lit}', expected: ${binaryOperators.join(', ')}`);
+    }
+  }
+
+  private parseValues(): Set<string> {
+    const open = this.consume('Values');
+    if (open.tok !== 'OpenPar') fail(`found '${open.lit}' expected: '('`);
+    const { tok, lit } = this.lookahead('Values');
+    switch (tok) {
+      case 'Identifier':
+      case 'Comma': {
+        const s = this.parseIdentifiersList();
+        if (this.consume('Values').tok !== 'ClosedPar') fail(`found '${lit}', expected: ')'`);
+        return s;
+      }
+      case 'ClosedPar':
+        this.consume('Values');
+        return new Set(['']);
+      default:
+        return fail(`found '${lit}', expected: ',', ')' or identifier`);
+    }
+  }
+
+  private parseIdentifiersList(): Set<string> {
+    const s = new Set<string>();
+    for (;;) {
+      const { tok, lit } = this.consume('Values');
+      switch (tok) {
+        case 'Identifier': {
+          s.add(lit);
+          const t2 = this.lookahead('Values');
+          if (t2.tok === 'Comma') continue;
+          if (t2.tok === 'ClosedPar') return s;
+          return fail(`found '${t2.lit}', expected: ',' or ')'`);
+        }
+        case 'Comma': {
+          if (s.size === 0) s.add(''); // "(,"
+          const t2 = this.lookahead('Values').tok;
+          if (t2 === 'ClosedPar') { s.add(''); return s; } // ",)"
+          if (t2 === 'Comma') { this.consume('Values'); s.add(''); } // ",,"
+          break;
+        }
+        default:
+          return fail(`found '${lit}', expected: ',', or identifier`);
+      }
+    }
+  }
+
+  private parseExactValue(): Set<string> {
+    const la = this.lookahead('Values').tok;
+    if (la === 'EndOfString' || la === 'Comma') return new Set(['']);
+    const { tok, lit } = this.consume('Values');
+    if (tok === 'Identifier') return new Set([lit]);
+    return fail(`found '${lit}', expected: identifier`);
+  }
+}
+
+/** labels.NewRequirement's validation (for the operators the parser can produce). */
+function newRequirement(key: string, operator: LabelOperator, values: string[]): LabelRequirement {
+  const errs: string[] = [];
+  const keyErr = validateLabelKey(key, 'key');
+  if (keyErr) errs.push(keyErr);
+  if ((operator === 'gt' || operator === 'lt')) {
+    values.forEach((v, i) => {
+      if (parseInt64(v) === undefined) {
+        errs.push(`values[${i}]: Invalid value: ${goQuote(v)}: for 'Gt', 'Lt' operators, the value must be an integer`);
+      }
+    });
+  }
+  values.forEach((v, i) => {
+    const msgs = isValidLabelValue(v);
+    if (msgs.length) errs.push(`values[${i}][${key}]: Invalid value: ${goQuote(v)}: ${msgs.join('; ')}`);
+  });
+  if (errs.length) fail(aggregate(errs));
+  return { key, operator, values };
+}
+
+/** utilerrors.Aggregate's Error(): one message alone, several de-duplicated within [a, b]. */
+function aggregate(msgs: string[]): string {
+  if (msgs.length === 1) return msgs[0];
+  const uniq = [...new Set(msgs)];
+  return uniq.length === 1 ? uniq[0] : `[${uniq.join(', ')}]`;
+}
+
+/**
+ * Parses a label selector exactly as k8s labels.Parse does.
+ * @throws ApiError 400 BadRequest with upstream's message.
+ */
+export function parseLabelSelector(s: string): LabelSelector {
+  let reqs: LabelRequirement[];
+  try {
+    reqs = new Parser(s).parse();
+  } catch (e) {
+    if (e instanceof SelectorSyntaxError) throw errors.badRequest(e.message);
+    throw e;
+  }
+  // upstream sorts by key; the sort is stable here, which upstream's is for small selectors
+  return reqs.sort((a, b) => compareBytes(a.key, b.key));
+}
+
+/** Whether the labels satisfy every requirement (an empty selector matches everything). */
+export function matchesLabels(sel: LabelSelector, labels: Record<string, string> | undefined): boolean {
+  const lookup = (k: string): string | undefined =>
+    labels && Object.prototype.hasOwnProperty.call(labels, k) ? labels[k] : undefined;
+  for (const r of sel) {
+    const val = lookup(r.key);
+    switch (r.operator) {
+      case 'in': case '=': case '==':
+        if (val === undefined || !r.values.includes(val)) return false;
+        break;
+      case 'notin': case '!=':
+        if (val !== undefined && r.values.includes(val)) return false;
+        break;
+      case 'exists':
+        if (val === undefined) return false;
+        break;
+      case '!':
+        if (val !== undefined) return false;
+        break;
+      case 'gt': case 'lt': {
+        if (val === undefined || r.values.length !== 1) return false;
+        const lv = parseInt64(val);
+        const rv = parseInt64(r.values[0]);
+        if (lv === undefined || rv === undefined) return false;
+        if (r.operator === 'gt' ? !(lv > rv) : !(lv < rv)) return false;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+function requirementToString(r: LabelRequirement): string {
+  let s = r.operator === '!' ? `!${r.key}` : r.key;
+  switch (r.operator) {
+    case 'exists': case '!': return s;
+    case '=': case '==': case '!=': s += r.operator; break;
+    case 'in': s += ' in '; break;
+    case 'notin': s += ' notin '; break;
+    case 'gt': s += '>'; break;
+    case 'lt': s += '<'; break;
+  }
+  const vals = r.values.length === 1 ? r.values[0] : [...r.values].sort(compareBytes).join(',');
+  return r.operator === 'in' || r.operator === 'notin' ? `${s}(${vals})` : s + vals;
+}
+
+/** Selector.String() as upstream prints it (e.g. in a List's metadata or a watch log). */
+export function labelSelectorToString(sel: LabelSelector): string {
+  return sel.map(requirementToString).join(',');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Label key / value validation (k8s.io/apimachinery/pkg/util/validation)
+// ---------------------------------------------------------------------------------------------
+
+const qualifiedNameFmt = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
+const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const qualifiedNameRe = new RegExp(`^${qualifiedNameFmt}$`);
+const labelValueFmt = `(${qualifiedNameFmt})?`;
+const labelValueErrMsg = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const labelValueRe = new RegExp(`^${labelValueFmt}$`);
+const dns1123LabelFmt = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const dns1123SubdomainFmt = `${dns1123LabelFmt}(\\.${dns1123LabelFmt})*`;
+const dns1123SubdomainErrorMsg = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const dns1123SubdomainRe = new RegExp(`^${dns1123SubdomainFmt}$`);
+
+const maxLenError = (n: number) => `must be no more than ${n} characters`;
+function regexError(msg: string, fmt: string, ...examples: string[]): string {
+  if (examples.length === 0) return `${msg} (regex used for validation is '${fmt}')`;
+  return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
+}
+
+const utf8 = new TextEncoder();
+/** Go's len(string): bytes of UTF-8. */
+const byteLen = (s: string) => utf8.encode(s).length;
+
+function isDNS1123Subdomain(v: string): string[] {
+  const errs: string[] = [];
+  if (byteLen(v) > 253) errs.push(maxLenError(253));
+  if (!dns1123SubdomainRe.test(v)) errs.push(regexError(dns1123SubdomainErrorMsg, dns1123SubdomainFmt, 'example.com'));
+  return errs;
+}
+
+/** validation.IsQualifiedName: [DNS subdomain "/"] name, name ≤ 63 chars. */
+export function isQualifiedName(value: string): string[] {
+  const errs: string[] = [];
+  const parts = value.split('/');
+  let name: string;
+  if (parts.length === 1) {
+    name = parts[0];
+  } else if (parts.length === 2) {
+    const prefix = parts[0];
+    name = parts[1];
+    if (prefix.length === 0) errs.push('prefix part must be non-empty');
+    else errs.push(...isDNS1123Subdomain(prefix).map((m) => `prefix part ${m}`));
+  } else {
+    return [`a qualified name ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+  }
+  if (name.length === 0) errs.push('name part must be non-empty');
+  else if (byteLen(name) > 63) errs.push(`name part ${maxLenError(63)}`);
+  if (!qualifiedNameRe.test(name)) errs.push(`name part ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')}`);
+  return errs;
+}
+
+/** validation.IsValidLabelValue: empty, or a qualified-name-like string of ≤ 63 chars. */
+export function isValidLabelValue(value: string): string[] {
+  const errs: string[] = [];
+  if (byteLen(value) > 63) errs.push(maxLenError(63));
+  if (!labelValueRe.test(value)) errs.push(regexError(labelValueErrMsg, labelValueFmt, 'MyValue', 'my_value', '12345'));
+  return errs;
+}
+
+/** field.Invalid(path, key, ...).Error() for a bad label key, or undefined when the key is fine. */
+function validateLabelKey(k: string, path: string): string | undefined {
+  const errs = isQualifiedName(k);
+  return errs.length ? `${path}: Invalid value: ${goQuote(k)}: ${errs.join('; ')}` : undefined;
+}
+
+/** strconv.ParseInt(s, 10, 64) as a bigint; undefined where Go reports an error. */
+function parseInt64(s: string): bigint | undefined {
+  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  const n = BigInt(s);
+  return n > 9223372036854775807n || n < -9223372036854775808n ? undefined : n;
+}
+
+/** Go's %q (strconv.Quote) for a string. */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    switch (ch) {
+      case '"': out += '\\"'; continue;
+      case '\\': out += '\\\\'; continue;
+      case '\x07': out += '\\a'; continue;
+      case '\b': out += '\\b'; continue;
+      case '\f': out += '\\f'; continue;
+      case '\n': out += '\\n'; continue;
+      case '\r': out += '\\r'; continue;
+      case '\t': out += '\\t'; continue;
+      case '\v': out += '\\v'; continue;
+    }
+    if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
+    else if (ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch)) out += ch;
+    else if (c >= 0xd800 && c <= 0xdfff) out += '\\ufffd'; // a lone surrogate: Go sees invalid UTF-8
+    else if (c < 0x10000) out += `\\u${c.toString(16).padStart(4, '0')}`;
+    else out += `\\U${c.toString(16).padStart(8, '0')}`;
+  }
+  return out + '"';
+}
+
+/** Go's byte-wise string order (UTF-8 order is code point order). */
+function compareBytes(a: string, b: string): number {
+  if (a === b) return 0;
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done) return y.done ? 0 : -1;
+    if (y.done) return 1;
+    const cx = x.value.codePointAt(0)!;
+    const cy = y.value.codePointAt(0)!;
+    if (cx !== cy) return cx < cy ? -1 : 1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field selectors
+// ---------------------------------------------------------------------------------------------
+
+/** '==' is parsed as '=' (upstream makes both a hasTerm, printed with '='). */
+export type FieldOperator = '=' | '!=';
+
+export interface FieldRequirement {
+  readonly field: string;
+  readonly operator: FieldOperator;
+  /** Unescaped value. */
+  readonly value: string;
+}
+
+/** The AND of its requirements, in upstream's order (terms sorted as strings). */
+export type FieldSelector = readonly FieldRequirement[];
+
+/** fields.EscapeValue: escapes \, ',' and '=' with a backslash. */
+export function escapeFieldValue(s: string): string {
+  return s.replace(/[\\,=]/g, (c) => `\\${c}`);
+}
+
+/** fields.UnescapeValue. Errors carry upstream's messages (the rune of an unescaped char is printed as its number). */
+export function unescapeFieldValue(s: string): string {
+  if (!/[\\,=]/.test(s)) return s;
+  let out = '';
+  let inSlash = false;
+  for (const c of s) {
+    if (inSlash) {
+      if (c === '\\' || c === ',' || c === '=') out += c;
+      else throw errors.badRequest(`invalid field selector: invalid escape sequence: \\${c}`);
+      inSlash = false;
+      continue;
+    }
+    if (c === '\\') inSlash = true;
+    else if (c === ',' || c === '=') throw errors.badRequest(`invalid field selector: unescaped character in value: ${c.codePointAt(0)}`);
+    else out += c;
+  }
+  if (inSlash) throw errors.badRequest('invalid field selector: invalid escape sequence: \\');
+  return out;
+}
+
+function splitTerms(sel: string): string[] {
+  if (sel.length === 0) return [];
+  const terms: string[] = [];
+  let start = 0;
+  let inSlash = false;
+  for (let i = 0; i < sel.length; i++) {
+    const c = sel[i];
+    if (inSlash) inSlash = false;
+    else if (c === '\\') inSlash = true;
+    else if (c === ',') { terms.push(sel.slice(start, i)); start = i + 1; }
+  }
+  terms.push(sel.slice(start));
+  return terms;
+}
+
+const termOperators = ['!=', '==', '='] as const;
+
+function splitTerm(term: string): { lhs: string; op: (typeof termOperators)[number]; rhs: string } | undefined {
+  for (let i = 0; i < term.length; i++) {
+    for (const op of termOperators) {
+      if (term.startsWith(op, i)) return { lhs: term.slice(0, i), op, rhs: term.slice(i + op.length) };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Parses a field selector as fields.ParseSelector does, then checks each field against
+ * `supported` as the custom-resource converter's ConvertFieldLabel does.
+ * @throws ApiError 400 BadRequest: upstream's parse messages, or `field label not supported: <field>`.
+ */
+export function parseFieldSelector(s: string, supported: readonly string[]): FieldSelector {
+  const parts = splitTerms(s).sort(compareBytes);
+  const reqs: FieldRequirement[] = [];
+  for (const part of parts) {
+    if (part === '') continue;
+    const t = splitTerm(part);
+    if (!t) throw errors.badRequest(`invalid selector: '${s}'; can't understand '${part}'`);
+    const value = unescapeFieldValue(t.rhs);
+    if (t.lhs === '' && value === '') continue; // upstream's Transform turns "=" / "!=" into Everything()
+    reqs.push({ field: t.lhs, operator: t.op === '!=' ? '!=' : '=', value });
+  }
+  for (const r of reqs) {
+    if (!supported.includes(r.field)) throw errors.badRequest(`field label not supported: ${r.field}`);
+  }
+  return reqs;
+}
+
+/** Whether the object's fields satisfy every requirement; a missing field reads as "" (fields.Set.Get). */
+export function matchesFields(sel: FieldSelector, get: (field: string) => string | undefined): boolean {
+  for (const r of sel) {
+    const v = get(r.field) ?? '';
+    if (r.operator === '=' ? v !== r.value : v === r.value) return false;
+  }
+  return true;
+}
+
+/** RequiresExactMatch: the value of the first `field=value` (or `==`) requirement on `field`. */
+export function fieldSelectorSingleValue(sel: FieldSelector, field: string): string | undefined {
+  return sel.find((r) => r.field === field && r.operator === '=')?.value;
+}
+
+/** Selector.String(): terms joined by ',', values escaped. */
+export function fieldSelectorToString(sel: FieldSelector): string {
+  return sel.map((r) => `${r.field}${r.operator}${escapeFieldValue(r.value)}`).join(',');
+}

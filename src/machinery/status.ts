@@ -1,0 +1,131 @@
+// Errors are values carrying a Kubernetes reason; toStatus() is the one place they become metav1.Status.
+
+export type StatusReason =
+  | 'BadRequest' | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'AlreadyExists' | 'Conflict'
+  | 'Gone' | 'Invalid' | 'ServerTimeout' | 'Timeout' | 'TooManyRequests' | 'MethodNotAllowed'
+  | 'NotAcceptable' | 'RequestEntityTooLarge' | 'UnsupportedMediaType' | 'InternalError'
+  | 'Expired' | 'ServiceUnavailable';
+
+export interface StatusCause { reason?: string; message?: string; field?: string }
+
+export interface StatusDetails {
+  name?: string; group?: string; kind?: string; uid?: string;
+  causes?: StatusCause[]; retryAfterSeconds?: number;
+}
+
+export interface Status {
+  kind: 'Status'; apiVersion: 'v1'; metadata: Record<string, never>;
+  status: 'Failure' | 'Success'; message?: string; reason?: StatusReason;
+  details?: StatusDetails; code: number;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: StatusReason,
+    message: string,
+    readonly details?: StatusDetails,
+  ) {
+    super(message);
+  }
+
+  toStatus(): Status {
+    const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, code: this.code };
+    if (this.details) s.details = this.details;
+    return s;
+  }
+}
+
+/** A group-qualified resource: "llamas.farm.example.com" is how upstream names it in messages. */
+export interface GroupResource { group: string; resource: string }
+
+export function qualified(gr: GroupResource): string {
+  return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
+}
+
+const named = (gr: GroupResource, name: string): StatusDetails => ({ name, group: gr.group, kind: gr.resource });
+
+export const errors = {
+  notFound: (gr: GroupResource, name: string) =>
+    new ApiError(404, 'NotFound', `${qualified(gr)} "${name}" not found`, named(gr, name)),
+  alreadyExists: (gr: GroupResource, name: string) =>
+    new ApiError(409, 'AlreadyExists', `${qualified(gr)} "${name}" already exists`, named(gr, name)),
+  conflict: (gr: GroupResource, name: string, why: string) =>
+    new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(gr)} "${name}": ${why}`, named(gr, name)),
+  /** kind here is the Kind (e.g. "Llama"), as upstream's NewInvalid uses the GroupKind. */
+  invalid: (groupKind: { group: string; kind: string }, name: string, causes: FieldError[]) => {
+    const gk = groupKind.group ? `${groupKind.kind}.${groupKind.group}` : groupKind.kind;
+    const msg = causes.length === 1 ? causes[0].toString() : `[${causes.map(String).join(', ')}]`;
+    return new ApiError(422, 'Invalid', `${gk} "${name}" is invalid: ${msg}`, {
+      name, group: groupKind.group, kind: groupKind.kind,
+      causes: causes.map((c) => ({ reason: c.type, message: c.detailMessage(), field: c.field })),
+    });
+  },
+  badRequest: (message: string) => new ApiError(400, 'BadRequest', message),
+  unauthorized: (message = 'Unauthorized') => new ApiError(401, 'Unauthorized', message),
+  forbidden: (message: string, details?: StatusDetails) => new ApiError(403, 'Forbidden', message, details),
+  expired: (message: string) => new ApiError(410, 'Expired', message),
+  gone: (message: string) => new ApiError(410, 'Gone', message),
+  methodNotAllowed: (verb: string, gr: GroupResource) =>
+    new ApiError(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind "${qualified(gr)}"`),
+  notAcceptable: (accepted: string[]) =>
+    new ApiError(406, 'NotAcceptable', `only the following media types are accepted: ${accepted.join(', ')}`),
+  unsupportedMediaType: (accepted: string[]) =>
+    new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`),
+  tooLarge: (message = 'the request is too large') => new ApiError(413, 'RequestEntityTooLarge', message),
+  serviceUnavailable: (message: string) => new ApiError(503, 'ServiceUnavailable', message),
+  timeout: (message: string, retryAfterSeconds = 1) =>
+    new ApiError(504, 'Timeout', message, { retryAfterSeconds }),
+  internal: (message: string) => new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] }),
+  pathNotFound: () => new ApiError(404, 'NotFound', 'the server could not find the requested resource', {}),
+};
+
+// field.Error from k8s.io/apimachinery/pkg/util/validation/field: its String() forms the Invalid message.
+export type FieldErrorType =
+  | 'FieldValueRequired' | 'FieldValueInvalid' | 'FieldValueNotSupported' | 'FieldValueForbidden'
+  | 'FieldValueDuplicate' | 'FieldValueTooLong' | 'FieldValueTooMany' | 'FieldValueTypeInvalid';
+
+const typeText: Record<FieldErrorType, string> = {
+  FieldValueRequired: 'Required value', FieldValueInvalid: 'Invalid value', FieldValueNotSupported: 'Unsupported value',
+  FieldValueForbidden: 'Forbidden', FieldValueDuplicate: 'Duplicate value', FieldValueTooLong: 'Too long',
+  FieldValueTooMany: 'Too many', FieldValueTypeInvalid: 'Invalid value',
+};
+
+export class FieldError {
+  constructor(
+    readonly type: FieldErrorType,
+    readonly field: string,
+    readonly detail = '',
+    readonly badValue?: unknown,
+    readonly hasBadValue = false,
+  ) {}
+
+  static required(field: string, detail = '') { return new FieldError('FieldValueRequired', field, detail); }
+  static forbidden(field: string, detail: string) { return new FieldError('FieldValueForbidden', field, detail); }
+  static invalid(field: string, value: unknown, detail: string) { return new FieldError('FieldValueInvalid', field, detail, value, true); }
+  static notSupported(field: string, value: unknown, allowed: string[]) {
+    return new FieldError('FieldValueNotSupported', field, `supported values: ${allowed.map((a) => `"${a}"`).join(', ')}`, value, true);
+  }
+  static typeInvalid(field: string, value: unknown, detail: string) { return new FieldError('FieldValueTypeInvalid', field, detail, value, true); }
+
+  /** ErrorBody(): "<type text>: <value>: <detail>" as upstream prints it. */
+  detailMessage(): string {
+    let s = typeText[this.type];
+    if (this.hasBadValue && this.type !== 'FieldValueRequired' && this.type !== 'FieldValueForbidden') {
+      s += `: ${formatValue(this.badValue)}`;
+    }
+    if (this.detail) s += `: ${this.detail}`;
+    return s;
+  }
+
+  toString(): string { return this.field ? `${this.field}: ${this.detailMessage()}` : this.detailMessage(); }
+}
+
+function formatValue(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
+}
+
+export function isApiError(e: unknown): e is ApiError { return e instanceof ApiError; }

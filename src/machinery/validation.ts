@@ -1,0 +1,201 @@
+// Schema validation of a whole object against its resource's zod schema, reported the way
+// apiextensions-apiserver reports OpenAPI schema failures (kubeOpenAPIResultToFieldErrors), plus
+// the unknown-field list that fieldValidation=Strict|Warn|Ignore acts on.
+import type { z } from 'zod';
+import type { ResourceDefinition } from './resource.js';
+import { FieldError } from './status.js';
+import type { KubeObject } from './types.js';
+import {
+  kindSchemaName, registerKind, registeredJsonSchemas, resolveSchema, schemaIdOf,
+  type JsonSchema,
+} from './schemas.js';
+
+export interface ValidationResult {
+  /** The parsed object with defaults applied and unknown fields dropped; absent when there are errors. */
+  value?: KubeObject;
+  errors: FieldError[];
+  /** Dotted paths of fields the schema does not know (`spec.foo`, `metadata.bar`, `spec.list[0].x`). */
+  unknownFields: string[];
+}
+
+type PathItem = string | number;
+
+function formatPath(path: readonly PathItem[]): string {
+  let s = '';
+  for (const p of path) {
+    if (typeof p === 'number') s += `[${p}]`;
+    else s += s ? `.${p}` : p;
+  }
+  return s;
+}
+
+/** The JSON type name kube-openapi reports for a value ("string", "number", "integer" never: JSON has number). */
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  const t = typeof v;
+  if (t === 'object') return 'object';
+  if (t === 'bigint') return 'number';
+  return t;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+/** zod's `expected` → the OpenAPI type name upstream's message would carry. */
+function expectedType(expected: string): string {
+  switch (expected) {
+    case 'int': return 'integer';
+    case 'record': case 'map': return 'object';
+    case 'tuple': case 'set': return 'array';
+    case 'bigint': return 'integer';
+    case 'date': return 'string';
+    default: return expected;
+  }
+}
+
+/** Resolves the component name and JSON Schema of a definition's whole-object schema. */
+function rootSchemaOf(def: ResourceDefinition): { root: JsonSchema | undefined; schemas: Record<string, JsonSchema> } {
+  let id = schemaIdOf(def.schema);
+  if (!id) {
+    registerKind({ group: def.group, version: def.version, kind: def.kind }, def.schema, def.description);
+    id = kindSchemaName(def);
+  }
+  const schemas = registeredJsonSchemas();
+  return { root: schemas[id], schemas };
+}
+
+/**
+ * Walks the input alongside the JSON Schema: lists fields the schema doesn't know and drops `null`
+ * values of non-nullable fields (apiextensions prunes those before validating, so a client's
+ * `creationTimestamp: null` is harmless). Objects marked x-kubernetes-preserve-unknown-fields are not descended.
+ */
+function walk(value: unknown, schema: JsonSchema | undefined, path: PathItem[], schemas: Record<string, JsonSchema>, unknown: string[]): void {
+  const s = resolveSchema(schema, schemas);
+  if (!s || value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    if (s.items) value.forEach((item, i) => walk(item, s.items, [...path, i], schemas, unknown));
+    return;
+  }
+  if (s['x-kubernetes-preserve-unknown-fields'] === true && !s.properties) return;
+  const obj = value as Record<string, unknown>;
+  const props = s.properties;
+  const additional = s.additionalProperties;
+  for (const key of Object.keys(obj)) {
+    const child = obj[key];
+    const childSchema = props?.[key] ?? (additional && typeof additional === 'object' ? additional : undefined);
+    if (!childSchema) {
+      if (props && s['x-kubernetes-preserve-unknown-fields'] !== true) unknown.push(formatPath([...path, key]));
+      continue;
+    }
+    if (child === null) {
+      const cs = resolveSchema(childSchema, schemas);
+      if (cs && cs.nullable !== true && cs['x-kubernetes-preserve-unknown-fields'] !== true) {
+        delete obj[key];
+        continue;
+      }
+    }
+    walk(child, childSchema, [...path, key], schemas, unknown);
+  }
+}
+
+function issueToFieldError(issue: z.core.$ZodIssue, input: unknown): FieldError {
+  const path = issue.path as PropertyKey[];
+  const field = formatPath(path.map((p) => (typeof p === 'number' ? p : String(p))));
+  const value = valueAt(input, path);
+  const inBody = `${field} in body`;
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (value === undefined) return FieldError.required(field);
+      const actual = jsonType(value);
+      const expected = expectedType(issue.expected);
+      // An integer field given a fractional number: kube-openapi reports the JSON type "number".
+      return FieldError.typeInvalid(field, actual, `${inBody} must be of type ${expected}: "${actual}"`);
+    }
+    case 'invalid_value': {
+      const allowed = issue.values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+      return FieldError.notSupported(field, value, allowed);
+    }
+    case 'too_small': {
+      const min = Number(issue.minimum);
+      switch (issue.origin) {
+        case 'number': case 'int': case 'bigint':
+          return FieldError.invalid(field, value, `${inBody} should be greater than ${issue.inclusive ? 'or equal to ' : ''}${min}`);
+        case 'string':
+          return FieldError.invalid(field, value, `${inBody} should be at least ${min} chars long`);
+        case 'array': case 'set':
+          return FieldError.invalid(field, value, `${inBody} should have at least ${min} items`);
+        default:
+          return FieldError.invalid(field, value, `${inBody} should have at least ${min} properties`);
+      }
+    }
+    case 'too_big': {
+      const max = Number(issue.maximum);
+      switch (issue.origin) {
+        case 'number': case 'int': case 'bigint':
+          return FieldError.invalid(field, value, `${inBody} should be less than ${issue.inclusive ? 'or equal to ' : ''}${max}`);
+        case 'string':
+          return new FieldError('FieldValueTooLong', field, `may not be more than ${max} bytes`);
+        case 'array': case 'set':
+          return new FieldError('FieldValueTooMany', field, `must have at most ${max} items`, Array.isArray(value) ? value.length : value, true);
+        default:
+          return new FieldError('FieldValueTooMany', field, `must have at most ${max} items`, value && typeof value === 'object' ? Object.keys(value).length : value, true);
+      }
+    }
+    case 'invalid_format': {
+      if (issue.format === 'regex' && 'pattern' in issue && issue.pattern) {
+        return FieldError.invalid(field, value, `${inBody} should match '${issue.pattern}'`);
+      }
+      const format = issue.format === 'datetime' ? 'date-time' : issue.format;
+      return FieldError.typeInvalid(field, value, `${inBody} must be of type ${format}: ${JSON.stringify(value)}`);
+    }
+    case 'not_multiple_of':
+      return FieldError.invalid(field, value, `${inBody} should be a multiple of ${String(issue.divisor)}`);
+    default:
+      return FieldError.invalid(field, value ?? '', issue.message);
+  }
+}
+
+/**
+ * Validates an object against `def.schema`: zod's safeParse (which applies `.default()`s) mapped to
+ * upstream-style field errors, and a list of unknown fields. Unknown fields never fail validation —
+ * the caller decides (fieldValidation Strict/Warn/Ignore); they are already absent from `value`.
+ */
+export function validateObject(def: ResourceDefinition, obj: unknown): ValidationResult {
+  const unknownFields: string[] = [];
+  let input = obj;
+  if (obj !== null && typeof obj === 'object') {
+    input = structuredClone(obj);
+    const { root, schemas } = rootSchemaOf(def);
+    walk(input, root, [], schemas, unknownFields);
+  }
+  for (let attempt = 0; ; attempt++) {
+    const result = def.schema.safeParse(input);
+    if (result.success) return { value: result.data as KubeObject, errors: [], unknownFields };
+    const errors: FieldError[] = [];
+    const seen = new Set<string>();
+    let dropped = false;
+    for (const issue of result.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        // A strict object: upstream treats these as unknown fields, not invalid values. Drop and re-parse.
+        const parent = valueAt(input, issue.path as PropertyKey[]);
+        for (const k of issue.keys) {
+          const p = formatPath([...(issue.path as PathItem[]), k]);
+          if (!unknownFields.includes(p)) unknownFields.push(p);
+          if (parent && typeof parent === 'object') { delete (parent as Record<string, unknown>)[k]; dropped = true; }
+        }
+        continue;
+      }
+      const fe = issueToFieldError(issue, input);
+      const key = fe.toString();
+      if (!seen.has(key)) { seen.add(key); errors.push(fe); }
+    }
+    if (errors.length > 0 || !dropped || attempt >= 8) return { errors, unknownFields };
+  }
+}

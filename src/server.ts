@@ -1,0 +1,121 @@
+// buildServer(): the fastify instance with every route; main.ts and the tests both use it.
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { parse as parseYaml } from 'yaml';
+import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
+import { anonymous } from './auth/types.js';
+import { MAX_BODY_BYTES } from './config.js';
+import { registerDiscoveryRoutes } from './machinery/discovery.js';
+import { installErrorHandling, sendError } from './machinery/http.js';
+import { registerOpenApiRoutes } from './machinery/openapi.js';
+import { requestInfo, type RequestInfo } from './machinery/requestInfo.js';
+import type { ResourceDefinition } from './machinery/resource.js';
+import { registerResourceRoutes, type RestOptions } from './machinery/rest.js';
+import { ApiError, errors } from './machinery/status.js';
+import type { WatchSettings } from './machinery/watch.js';
+import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
+import type { CacheWatcher } from './storage/objectCache.js';
+
+export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
+
+export interface ServerOptions {
+  tls: { key: string; cert: string; ca?: string };
+  logLevel: string;
+  resources: ResourceDefinition[];
+  standalone: boolean;
+  /** Tried in order; the first that recognizes the request's credentials decides. */
+  authenticators: Authenticator[];
+  /** Standalone answers 401 to anonymous callers; a cluster server authorizes them like anyone. */
+  rejectAnonymous: boolean;
+  authorizer: Authorizer;
+  health: HealthChecks;
+  watch: { queueCapacity: number; bookmarkIntervalMs: number };
+  admitCreate?: RestOptions['admitCreate'];
+  version: { gitVersion: string };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest { user?: UserInfo; info?: RequestInfo }
+}
+
+export interface FarmServer { app: FastifyInstance; watchers: Set<CacheWatcher>; endWatches(): void }
+
+export function buildServer(opts: ServerOptions): FarmServer {
+  const app = Fastify({
+    logger: { level: opts.logLevel },
+    https: { key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false },
+    bodyLimit: MAX_BODY_BYTES,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  });
+  installErrorHandling(app);
+  installBodyParsers(app);
+
+  app.addHook('onRequest', async (req, reply) => {
+    try {
+      req.info = requestInfo(req.method, req.url);
+      req.user = await authenticate(req, opts.authenticators);
+      const path = req.info.path;
+      if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
+      if (req.user === anonymous && opts.rejectAnonymous) throw errors.unauthorized();
+      const decision = await opts.authorizer.authorize(req.user, req.info, req);
+      if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
+    } catch (e) {
+      return sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));
+    }
+  });
+
+  const watchers = new Set<CacheWatcher>();
+  const watch: WatchSettings = { ...opts.watch, registry: watchers };
+  registerHealthRoutes(app, opts.health);
+  registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
+  registerOpenApiRoutes(app, opts.resources);
+  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, admitCreate: opts.admitCreate });
+
+  const endWatches = () => { for (const w of [...watchers]) w.close(); };
+  app.addHook('preClose', async () => endWatches());
+  return { app, watchers, endWatches };
+}
+
+async function authenticate(req: FastifyRequest, authenticators: Authenticator[]): Promise<UserInfo> {
+  for (const a of authenticators) {
+    const user = await a.authenticate(req);
+    if (user) return user.groups.includes('system:authenticated') ? user : { ...user, groups: [...user.groups, 'system:authenticated'] };
+  }
+  return anonymous;
+}
+
+/** The Forbidden Status as k8s.io/apiserver's responsewriters.Forbidden words it. */
+export function forbidden(user: UserInfo, info: RequestInfo, reason?: string): ApiError {
+  const suffix = reason ? `: ${reason}` : '';
+  if (!info.isResourceRequest) {
+    return errors.forbidden(`forbidden: User "${user.username}" cannot ${info.verb} path "${info.path}"${suffix}`);
+  }
+  const resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
+  const qualified = info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource;
+  const scope = info.namespace ? ` in the namespace "${info.namespace}"` : info.resource === 'namespaces' ? '' : ' at the cluster scope';
+  const group = `in API group "${info.apiGroup}"`;
+  const subject = info.name ? `${qualified} "${info.name}"` : qualified;
+  return errors.forbidden(`${subject} is forbidden: User "${user.username}" cannot ${info.verb} resource "${resource}" ${group}${scope}${suffix}`,
+    { name: info.name || undefined, group: info.apiGroup, kind: info.resource });
+}
+
+function installBodyParsers(app: FastifyInstance): void {
+  const json = app.getDefaultJsonParser('error', 'error');
+  const jsonOrEmpty = (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
+    if (body.trim() === '') return done(null, undefined);
+    json(req, body, done);
+  };
+  app.removeContentTypeParser('application/json');
+  for (const ct of ['application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json']) {
+    app.addContentTypeParser(ct, { parseAs: 'string' }, jsonOrEmpty);
+  }
+  for (const ct of ['application/yaml', 'application/apply-patch+yaml']) {
+    app.addContentTypeParser(ct, { parseAs: 'string' }, (_req, body, done) => {
+      try {
+        done(null, parseYaml(body as string, { maxAliasCount: 100 }));
+      } catch (e) {
+        done(errors.badRequest(`error converting YAML to JSON: ${(e as Error).message.split('\n')[0]}`));
+      }
+    });
+  }
+}

@@ -1,0 +1,109 @@
+// The in-memory store: a store-wide resourceVersion counter over an ObjectCache, with the write
+// semantics of k8s.io/apiserver's generic registry (preconditions, finalizers, dry run).
+import type { DeleteOptions, Mutation, Provider, WriteContext } from '../machinery/resource.js';
+import { errors, type GroupResource } from '../machinery/status.js';
+import type { KubeObject, ObjectMeta } from '../machinery/types.js';
+import { rfc3339 } from '../machinery/meta.js';
+import { makeEntry, objectKey, ObjectCache, type Entry } from './objectCache.js';
+
+export interface MemoryStoreOptions {
+  groupResource: GroupResource;
+  historyLimit: number;
+  /** Foreground/Orphan finalizers only make sense when a garbage collector will remove them. */
+  garbageCollection: boolean;
+  now?: () => Date;
+}
+
+export class MemoryStore implements Provider {
+  readonly cache: ObjectCache;
+  private readonly gr: GroupResource;
+  private readonly gc: boolean;
+  private readonly now: () => Date;
+
+  constructor(opts: MemoryStoreOptions) {
+    this.cache = new ObjectCache(opts.historyLimit);
+    this.gr = opts.groupResource;
+    this.gc = opts.garbageCollection;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  async create(obj: KubeObject, ctx: WriteContext): Promise<Entry> {
+    const name = obj.metadata.name!;
+    const key = objectKey(obj.metadata.namespace, name);
+    if (this.cache.get(key)) throw errors.alreadyExists(this.gr, name);
+    return this.commit('ADDED', key, obj, undefined, ctx);
+  }
+
+  async update(namespace: string | undefined, name: string, mutate: Mutation, ctx: WriteContext) {
+    const key = objectKey(namespace, name);
+    const current = this.cache.get(key);
+    const next = mutate(current?.object);
+    if (!current) return { entry: this.commit('ADDED', key, next, undefined, ctx), created: true };
+    const rv = next.metadata.resourceVersion;
+    if (rv && rv !== String(current.rv)) {
+      throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
+    }
+    // Removing the last finalizer of an object being deleted completes the deletion.
+    if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) {
+      return { entry: this.commit('DELETED', key, next, current, ctx), created: false };
+    }
+    return { entry: this.commit('MODIFIED', key, next, current, ctx), created: false };
+  }
+
+  async delete(namespace: string | undefined, name: string, opts: DeleteOptions, ctx: WriteContext) {
+    const key = objectKey(namespace, name);
+    const current = this.cache.get(key);
+    if (!current) throw errors.notFound(this.gr, name);
+    const meta = current.object.metadata;
+    const pre = opts.preconditions;
+    if (pre?.uid && pre.uid !== meta.uid) {
+      throw errors.conflict(this.gr, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${meta.uid}`);
+    }
+    if (pre?.resourceVersion && pre.resourceVersion !== meta.resourceVersion) {
+      throw errors.conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${meta.resourceVersion}`);
+    }
+    const finalizers = this.finalizersAfterDelete(meta.finalizers ?? [], opts);
+    if (finalizers.length === 0) {
+      return { entry: this.commit('DELETED', key, current.object, current, ctx), deleted: true };
+    }
+    if (meta.deletionTimestamp && sameSet(finalizers, meta.finalizers ?? [])) {
+      return { entry: current, deleted: false }; // already being deleted: nothing changes
+    }
+    const next: KubeObject = {
+      ...current.object,
+      metadata: {
+        ...meta,
+        finalizers,
+        deletionTimestamp: meta.deletionTimestamp ?? rfc3339(this.now()),
+        deletionGracePeriodSeconds: meta.deletionGracePeriodSeconds ?? 0,
+      },
+    };
+    return { entry: this.commit('MODIFIED', key, next, current, ctx), deleted: false };
+  }
+
+  /** Upstream adds "orphan"/"foregroundDeletion" for the garbage collector to act on. */
+  private finalizersAfterDelete(existing: string[], opts: DeleteOptions): string[] {
+    if (!this.gc) return existing;
+    const orphan = opts.propagationPolicy === 'Orphan' || (opts.propagationPolicy === undefined && opts.orphanDependents === true);
+    const gcFinalizer = orphan ? 'orphan' : opts.propagationPolicy === 'Foreground' ? 'foregroundDeletion' : undefined;
+    const kept = existing.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion');
+    if (!gcFinalizer) return opts.propagationPolicy ? kept : existing;
+    return [...kept, gcFinalizer];
+  }
+
+  /** Stamps the next resourceVersion and records the change, unless this is a dry run. */
+  private commit(type: 'ADDED' | 'MODIFIED' | 'DELETED', key: string, obj: KubeObject, prev: Entry | undefined, ctx: WriteContext): Entry {
+    // A dry-run create has no resourceVersion yet; a dry-run update keeps the current one.
+    const rv = ctx.dryRun ? (prev?.rv ?? 0) : this.cache.resourceVersion + 1;
+    const metadata: ObjectMeta = { ...obj.metadata, resourceVersion: String(rv) };
+    if (rv === 0) delete metadata.resourceVersion;
+    const stamped: KubeObject = { ...obj, metadata };
+    const entry = makeEntry(key, stamped, rv);
+    if (!ctx.dryRun) this.cache.apply({ type, rv, entry, prev });
+    return entry;
+  }
+}
+
+function sameSet(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((x) => b.includes(x));
+}

@@ -1,0 +1,106 @@
+// Starts the real server (buildServer) on 127.0.0.1 over HTTPS with generated certs, and a small client.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
+import { ensureDevCerts, ensureToken } from '../../src/certs/devCerts.js';
+import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
+import type { ResourceDefinition } from '../../src/machinery/resource.js';
+import { ping } from '../../src/observability/health.js';
+import { buildResources } from '../../src/resources/index.js';
+import { buildServer, type FarmServer, type ServerOptions } from '../../src/server.js';
+
+export interface Response { status: number; headers: Record<string, string | string[] | undefined>; body: string; json<T = any>(): T }
+
+export interface TestServer {
+  url: string; token: string; caPem: string; dir: string; kubeconfig: string;
+  server: FarmServer; resources: ResourceDefinition[];
+  request(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; contentType?: string; token?: string | null }): Promise<Response>;
+  /** Opens a streaming GET; lines are pushed as they arrive. */
+  stream(path: string, opts?: { headers?: Record<string, string> }): Promise<Stream>;
+  close(): Promise<void>;
+}
+
+export interface Stream { status: number; lines: string[]; ended: Promise<void>; next(timeoutMs?: number): Promise<string>; close(): void }
+
+export async function startTestServer(overrides: Partial<ServerOptions> & { watchHistory?: number } = {}): Promise<TestServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'farm-test-'));
+  const certs = await ensureDevCerts(dir);
+  const token = await ensureToken(dir);
+  const [key, cert, caPem] = await Promise.all([readFile(certs.keyFile, 'utf8'), readFile(certs.certFile, 'utf8'), readFile(certs.caFile, 'utf8')]);
+  const resources = overrides.resources ?? buildResources({ watchHistory: overrides.watchHistory ?? 1000, garbageCollection: false });
+  const server = buildServer({
+    tls: { key, cert }, logLevel: 'silent', resources, standalone: true,
+    authenticators: [tokenAuthenticator(token)], rejectAnonymous: true, authorizer: allowAll,
+    health: { livez: [ping], readyz: [ping] },
+    watch: { queueCapacity: 1000, bookmarkIntervalMs: 60_000 },
+    version: { gitVersion: 'v0.0.0-test' },
+    ...overrides,
+  });
+  await server.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (server.app.server.address() as { port: number }).port;
+  const url = `https://127.0.0.1:${port}`;
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeKubeconfig(kubeconfig, { server: url, caPem, token, namespace: 'default' });
+
+  const request: TestServer['request'] = (method, path, opts = {}) => new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token !== null) headers.authorization = `Bearer ${opts.token ?? token}`;
+    let payload: string | undefined;
+    if (opts.body !== undefined) {
+      payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      headers['content-type'] = opts.contentType ?? 'application/json';
+    }
+    const req = httpsRequest(`${url}${path}`, { method, headers, ca: caPem }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+
+  const stream: TestServer['stream'] = (path, opts = {}) => new Promise((resolve, reject) => {
+    const req = httpsRequest(`${url}${path}`, { method: 'GET', headers: { authorization: `Bearer ${token}`, ...opts.headers }, ca: caPem }, (res) => {
+      const lines: string[] = [];
+      let buf = '';
+      let waiter: (() => void) | undefined;
+      let read = 0;
+      const ended = new Promise<void>((r) => { res.on('end', r); res.on('close', r); });
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        buf += c;
+        let i;
+        while ((i = buf.indexOf('\n')) >= 0) { lines.push(buf.slice(0, i)); buf = buf.slice(i + 1); }
+        waiter?.();
+      });
+      res.on('end', () => waiter?.());
+      resolve({
+        status: res.statusCode ?? 0, lines, ended,
+        async next(timeoutMs = 5000) {
+          const deadline = Date.now() + timeoutMs;
+          while (read >= lines.length) {
+            if (res.complete || res.destroyed) throw new Error('stream ended');
+            const left = deadline - Date.now();
+            if (left <= 0) throw new Error(`no watch event within ${timeoutMs} ms`);
+            await new Promise<void>((r) => { waiter = r; setTimeout(r, left); });
+          }
+          return lines[read++];
+        },
+        close() { req.destroy(); },
+      });
+    });
+    req.on('error', (e) => { if ((e as NodeJS.ErrnoException).code !== 'ECONNRESET') reject(e); });
+    req.end();
+  });
+
+  return {
+    url, token, caPem, dir, kubeconfig, server, resources, request, stream,
+    async close() { server.endWatches(); await server.app.close(); await rm(dir, { recursive: true, force: true }); },
+  };
+}
