@@ -1,20 +1,26 @@
 // CLI entry: config → certificates → server → listen; SIGTERM ends watches and exits 0.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Server as TlsServer } from 'node:tls';
+import { NamespaceLifecycle } from './admission/namespaceLifecycle.js';
+import { clientCertAuthenticator, requestHeaderAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, TrustSource } from './auth/delegated.js';
 import { allowAll, tokenAuthenticator } from './auth/standalone.js';
 import { ensureDevCerts, ensureToken } from './certs/devCerts.js';
 import { writeKubeconfig } from './certs/kubeconfig.js';
 import { watchServingCert } from './certs/reload.js';
+import { ServingTls } from './certs/servingTls.js';
 import { ConfigError, loadConfig, usage, type Config } from './config.js';
-import { ping } from './observability/health.js';
+import type { RestOptions } from './machinery/rest.js';
+import { ping, type HealthCheck } from './observability/health.js';
 import { buildResources } from './resources/index.js';
-import { buildServer } from './server.js';
+import { buildServer, type AuthChain } from './server.js';
+import { Upstream } from './upstream/client.js';
+import type { Reflector } from './upstream/reflector.js';
 import { VERSION } from './version.js';
 
-async function main(): Promise<void> {
-  let config: Config;
+function loadConfigOrExit(): Config {
   try {
-    config = loadConfig(process.argv.slice(2), process.env);
+    return loadConfig(process.argv.slice(2), process.env);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`farm-apiserver: ${e.message}\n`);
@@ -22,59 +28,87 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+}
+
+const synced = (name: string, r: Reflector): HealthCheck => ({
+  name, check: () => (r.synced ? undefined : `not synced with kube-apiserver${r.lastError ? `: ${r.lastError}` : ''}`),
+});
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
   if (config.help) {
     process.stdout.write(usage());
     return;
   }
-  if (!config.standalone) {
-    process.stderr.write('farm-apiserver: cluster mode is not implemented yet; run with --standalone\n');
-    process.exit(2);
-  }
   const dev = config.tlsFilesExplicit ? undefined : await ensureDevCerts(config.certDir);
   const [cert, key] = await Promise.all([readFile(config.tlsCertFile, 'utf8'), readFile(config.tlsKeyFile, 'utf8')]);
-  const token = await ensureToken(config.certDir);
+  const token = config.standalone ? await ensureToken(config.certDir) : '';
+  const upstream = config.standalone && !config.kubeconfig ? undefined : Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster });
 
   let shuttingDown = false;
-  const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: false });
+  const reflectors: Reflector[] = [];
+  const readyz: HealthCheck[] = [ping, { name: 'shutdown', check: () => (shuttingDown ? 'server is shutting down' : undefined) }];
+  const auth: AuthChain = { authenticators: [tokenAuthenticator(token)], authorizer: allowAll, rejectAnonymous: config.standalone };
+  let admitCreate: RestOptions['admitCreate'];
+  let trust: TrustSource | undefined;
+  let namespaces: NamespaceLifecycle | undefined;
+
+  const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone });
   const server = buildServer({
     tls: { key, cert },
     logLevel: config.logLevel,
     resources,
-    standalone: true,
-    authenticators: [tokenAuthenticator(token)],
-    rejectAnonymous: true,
-    authorizer: allowAll,
-    health: {
-      livez: [ping],
-      readyz: [ping, { name: 'shutdown', check: () => (shuttingDown ? 'server is shutting down' : undefined) }],
-    },
+    standalone: config.standalone,
+    auth,
+    health: { livez: [ping], readyz },
     watch: { queueCapacity: config.watchQueue, bookmarkIntervalMs: config.bookmarkIntervalSeconds * 1000 },
+    admitCreate: (gr, ns, name) => admitCreate?.(gr, ns, name) ?? Promise.resolve(),
     version: { gitVersion: VERSION },
   });
   const { app } = server;
   const log = app.log;
+  const tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
+
+  if (!config.standalone && upstream) {
+    trust = new TrustSource(upstream, log, (t) => tls.setClientCAs([t.clientCAPem, t.requestHeader.caPem]));
+    namespaces = new NamespaceLifecycle(upstream, log);
+    const t = trust;
+    auth.authenticators = [requestHeaderAuthenticator(() => t.current), clientCertAuthenticator(() => t.current), tokenReviewAuthenticator(upstream)];
+    auth.authorizer = subjectAccessReviewAuthorizer(upstream);
+    const ns = namespaces;
+    admitCreate = (gr, namespace, name) => ns.admitCreate(gr, namespace, name);
+    reflectors.push(trust.reflector, namespaces.reflector);
+    readyz.push(synced('authentication-configmap', trust.reflector), synced('namespaces', namespaces.reflector));
+    for (const r of reflectors) r.start();
+    log.info({ server: upstream.server }, 'cluster mode: waiting for kube-system/extension-apiserver-authentication');
+    await trust.reflector.waitForSync();
+  }
 
   const stopReload = watchServingCert({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },
-    (pem) => { (app.server as unknown as import('node:tls').Server).setSecureContext(pem); log.info({ certFile: config.tlsCertFile }, 'serving certificate reloaded'); },
+    (pem) => { tls.setPair(pem); log.info({ certFile: config.tlsCertFile }, 'serving certificate reloaded'); },
     (e) => log.warn({ err: e }, 'serving certificate not reloaded'));
 
   await app.listen({ port: config.port, host: config.bindAddress });
   const host = config.bindAddress.includes(':') ? `[${config.bindAddress}]` : config.bindAddress;
   const connectHost = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-  const kubeconfig = join(config.certDir, 'kubeconfig');
-  if (dev || !config.tlsFilesExplicit) {
-    const caPem = await readFile(join(config.certDir, 'ca.crt'), 'utf8');
-    await writeKubeconfig(kubeconfig, { server: `https://${connectHost}:${config.port}`, caPem, token, namespace: 'default' });
+  const url = `https://${connectHost}:${config.port}`;
+  if (config.standalone) {
+    const kubeconfig = join(config.certDir, 'kubeconfig');
+    const caPem = dev ? await readFile(dev.caFile, 'utf8') : undefined;
+    await writeKubeconfig(kubeconfig, { server: url, caPem: caPem ?? cert, token, namespace: 'default' });
+    log.warn('standalone mode: every request with the generated token is allowed (no cluster authorization)');
+    log.info({ kubeconfig, url }, 'ready');
+    process.stdout.write(`\nfarm-apiserver (standalone) is serving on ${url}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);
+  } else {
+    log.info({ url }, 'ready (cluster mode)');
   }
-  log.warn('standalone mode: every request with the generated token is allowed (no cluster authorization)');
-  log.info({ kubeconfig, url: `https://${connectHost}:${config.port}` }, `ready: kubectl --kubeconfig ${kubeconfig} get llamas`);
-  process.stdout.write(`\nfarm-apiserver is serving on https://${connectHost}:${config.port}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);
 
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info({ signal }, 'shutting down');
     stopReload();
+    for (const r of reflectors) r.stop();
     const force = setTimeout(() => process.exit(0), config.shutdownTimeoutSeconds * 1000);
     force.unref();
     server.endWatches();

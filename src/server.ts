@@ -22,15 +22,20 @@ export interface ServerOptions {
   logLevel: string;
   resources: ResourceDefinition[];
   standalone: boolean;
+  /** Read per request, so start-up can complete it once the cluster's trust is known. */
+  auth: AuthChain;
+  health: HealthChecks;
+  watch: { queueCapacity: number; bookmarkIntervalMs: number };
+  admitCreate?: RestOptions['admitCreate'];
+  version: { gitVersion: string };
+}
+
+export interface AuthChain {
   /** Tried in order; the first that recognizes the request's credentials decides. */
   authenticators: Authenticator[];
   /** Standalone answers 401 to anonymous callers; a cluster server authorizes them like anyone. */
   rejectAnonymous: boolean;
   authorizer: Authorizer;
-  health: HealthChecks;
-  watch: { queueCapacity: number; bookmarkIntervalMs: number };
-  admitCreate?: RestOptions['admitCreate'];
-  version: { gitVersion: string };
 }
 
 declare module 'fastify' {
@@ -53,11 +58,12 @@ export function buildServer(opts: ServerOptions): FarmServer {
   app.addHook('onRequest', async (req, reply) => {
     try {
       req.info = requestInfo(req.method, req.url);
-      req.user = await authenticate(req, opts.authenticators);
+      const { auth } = opts;
+      req.user = await authenticate(req, auth.authenticators);
       const path = req.info.path;
       if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
-      if (req.user === anonymous && opts.rejectAnonymous) throw errors.unauthorized();
-      const decision = await opts.authorizer.authorize(req.user, req.info, req);
+      if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
+      const decision = await auth.authorizer.authorize(req.user, req.info, req);
       if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
     } catch (e) {
       return sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));

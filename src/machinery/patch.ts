@@ -377,9 +377,9 @@ function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
         const path = stringField(o, 'path');
         if (path === undefined) fail('replace operation failed to decode path');
         if (path === '') {
+          // Upstream wraps a nil error here, so a value that is not an object or array is a silent no-op.
           const v = o.value;
-          if (!hasValue || typeof v !== 'object' || v === null) fail('replace operation value must be object or array');
-          doc = clone(v) as Container;
+          if (hasValue && typeof v === 'object' && v !== null) doc = clone(v) as Container;
           break;
         }
         const f = findObject(doc, path!) ?? fail(`replace operation does not apply: doc is missing path: ${path}: missing value`);

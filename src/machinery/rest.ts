@@ -5,11 +5,11 @@ import { objectKey } from '../storage/objectCache.js';
 import { one, parseListOptions, parseWriteOptions, type Query, type WriteOptions } from './listOptions.js';
 import { prepareForCreate, prepareForUpdate, validateMeta, validateMetaUpdate } from './meta.js';
 import { negotiate, type Target } from './negotiation.js';
-import { applyJsonPatch, applyMergePatch } from './patch.js';
+import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
 import { listEntries, selection } from './query.js';
 import { renderList, renderObject, type Renderable } from './render.js';
 import { apiVersionOf, groupResource, type DeleteOptions, type ResourceDefinition } from './resource.js';
-import { ApiError, errors, FieldError } from './status.js';
+import { ApiError, errors, FieldError, GoLiteral, type GroupResource } from './status.js';
 import { parseIncludeObject } from './table.js';
 import type { KubeObject } from './types.js';
 import { validateObject } from './validation.js';
@@ -19,7 +19,7 @@ export interface RestOptions {
   watch: WatchSettings;
   now?: () => Date;
   /** Admission before a create (e.g. namespace lifecycle); throws ApiError to refuse. */
-  admitCreate?: (namespace: string | undefined) => Promise<void>;
+  admitCreate?: (gr: GroupResource, namespace: string | undefined, name: string) => Promise<void>;
 }
 
 type Req = FastifyRequest<{ Params: { namespace?: string; name?: string }; Querystring: Query }>;
@@ -111,7 +111,7 @@ class Handlers {
     const namespace = this.namespaceOf(req);
     const body = this.decodeBody(req.body, namespace);
     const obj = this.validated(reply, prepareForCreate(body, this.now()), wo, undefined);
-    await this.opts.admitCreate?.(namespace);
+    await this.opts.admitCreate?.(this.gr, namespace, obj.metadata.name!);
     const entry = await provider.create(obj, { dryRun: wo.dryRun });
     return this.send(req, reply, 201, entry);
   }
@@ -123,10 +123,16 @@ class Handlers {
     const body = this.decodeBody(req.body, this.namespaceOf(req));
     const name = req.params.name!;
     this.checkName(body, name);
-    if (!body.metadata.resourceVersion) {
-      throw errors.invalid(this.gk, name, [FieldError.invalid('metadata.resourceVersion', '0x0', 'must be specified for an update')]);
-    }
-    const { entry } = await provider.update(this.namespaceOf(req), name, (current) => this.updated(reply, body, current, wo, name), { dryRun: wo.dryRun });
+    const { entry } = await provider.update(this.namespaceOf(req), name, (current) => {
+      // As the generic registry's Update: a missing object is NotFound first (no create-on-update), then a PUT
+      // without resourceVersion is Invalid, worded with the resource as kind and Go's %#v of uint64(0).
+      if (!current) throw errors.notFound(this.gr, name);
+      if (!body.metadata.resourceVersion) {
+        throw errors.invalid({ group: this.def.group, kind: this.def.plural }, name,
+          [FieldError.invalid('metadata.resourceVersion', new GoLiteral('0x0'), 'must be specified for an update')]);
+      }
+      return this.updated(reply, body, current, wo, name);
+    }, { dryRun: wo.dryRun });
     return this.send(req, reply, 200, entry);
   }
 
@@ -143,10 +149,14 @@ class Handlers {
     const namespace = this.namespaceOf(req);
     const { entry } = await provider.update(namespace, name, (current) => {
       if (!current) throw errors.notFound(this.gr, name);
-      const patched = contentType === 'application/json-patch+json' ? applyJsonPatch(current, req.body) : applyMergePatch(current, req.body);
+      const fv = { fieldValidation: wo.fieldValidation };
+      // Findings about the patch itself come first, then unknown fields of the patched object (as upstream).
+      const { object: patched, strictErrors } = contentType === 'application/json-patch+json'
+        ? jsonPatch(current, req.body, fv)
+        : { object: applyMergePatch(current, req.body, fv), strictErrors: [] as string[] };
       const body = this.decodeBody(patched, namespace);
       this.checkName(body, name);
-      return this.updated(reply, body, current, wo, name);
+      return this.updated(reply, body, current, wo, name, strictErrors);
     }, { dryRun: wo.dryRun });
     return this.send(req, reply, 200, entry);
   }
@@ -156,7 +166,8 @@ class Handlers {
     if (!provider.delete) throw errors.methodNotAllowed('delete', this.gr);
     const { options, dryRun } = this.deleteOptions(req);
     const { entry, deleted } = await provider.delete(this.namespaceOf(req), req.params.name!, options, { dryRun });
-    return this.send(req, reply, deleted || dryRun ? 200 : 202, entry);
+    // handlers.DeleteResource: 202 only when the object is still there and the client asked orphanDependents=false.
+    return this.send(req, reply, !deleted && options.orphanDependents === false ? 202 : 200, entry);
   }
 
   async deleteCollection(req: Req, reply: FastifyReply) {
@@ -211,25 +222,28 @@ class Handlers {
   }
 
   /** Optimistic concurrency first (as upstream), then the new object is prepared and validated. */
-  private updated(reply: FastifyReply, body: KubeObject, current: KubeObject | undefined, wo: WriteOptions, name: string): KubeObject {
+  private updated(reply: FastifyReply, body: KubeObject, current: KubeObject | undefined, wo: WriteOptions, name: string, patchFindings?: string[]): KubeObject {
     if (!current) throw errors.notFound(this.gr, name);
     const rv = body.metadata.resourceVersion;
     if (rv && rv !== current.metadata.resourceVersion) {
       throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     const next = prepareForUpdate(body, current);
-    return this.validated(reply, next, wo, current);
+    return this.validated(reply, next, wo, current, patchFindings);
   }
 
   /** Schema + metadata validation; unknown fields per fieldValidation (Strict → 400, Warn → Warning header). */
-  private validated(reply: FastifyReply, obj: KubeObject, wo: WriteOptions, old: KubeObject | undefined): KubeObject {
+  private validated(reply: FastifyReply, obj: KubeObject, wo: WriteOptions, old: KubeObject | undefined, patchFindings?: string[]): KubeObject {
     const result = validateObject(this.def, obj);
-    if (result.unknownFields.length) {
+    const findings = [...(patchFindings ?? []), ...result.unknownFields.map((f) => `unknown field "${f}"`)];
+    if (findings.length) {
       if (wo.fieldValidation === 'Strict') {
-        throw errors.badRequest(`${this.def.kind} in version "${this.def.version}" cannot be handled as a ${this.def.kind}: strict decoding error: ${result.unknownFields.map((f) => `unknown field "${f}"`).join(', ')}`);
+        // A patch's strict failure is a 422 on the patch; a create/update body's is a 400 decoding error.
+        if (patchFindings) throw strictDecodingError(obj, findings);
+        throw errors.badRequest(`${this.def.kind} in version "${this.def.version}" cannot be handled as a ${this.def.kind}: strict decoding error: ${findings.join(', ')}`);
       }
       if (wo.fieldValidation === 'Warn') {
-        for (const f of result.unknownFields) reply.header('Warning', `299 - ${JSON.stringify(`unknown field "${f}"`)}`);
+        for (const f of findings) reply.header('Warning', `299 - ${JSON.stringify(f)}`);
       }
     }
     const fieldErrors = [...result.errors, ...validateMeta(obj.metadata, this.def.namespaced)];

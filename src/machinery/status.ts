@@ -56,10 +56,10 @@ export const errors = {
   invalid: (groupKind: { group: string; kind: string }, name: string, causes: FieldError[]) => {
     const gk = groupKind.group ? `${groupKind.kind}.${groupKind.group}` : groupKind.kind;
     const msg = causes.length === 1 ? causes[0].toString() : `[${causes.map(String).join(', ')}]`;
-    return new ApiError(422, 'Invalid', `${gk} "${name}" is invalid: ${msg}`, {
-      name, group: groupKind.group, kind: groupKind.kind,
-      causes: causes.map((c) => ({ reason: c.type, message: c.detailMessage(), field: c.field })),
-    });
+    // Empty name/group/kind are omitted, as Go's omitempty does.
+    const details: StatusDetails = { ...(name ? { name } : {}), ...(groupKind.group ? { group: groupKind.group } : {}), ...(groupKind.kind ? { kind: groupKind.kind } : {}) };
+    details.causes = causes.map((c) => ({ reason: c.type, message: c.detailMessage(), field: c.field }));
+    return new ApiError(422, 'Invalid', `${gk} "${name}" is invalid: ${msg}`, details);
   },
   badRequest: (message: string) => new ApiError(400, 'BadRequest', message),
   unauthorized: (message = 'Unauthorized') => new ApiError(401, 'Unauthorized', message),
@@ -121,8 +121,17 @@ export class FieldError {
   toString(): string { return this.field ? `${this.field}: ${this.detailMessage()}` : this.detailMessage(); }
 }
 
+/** A bad value printed verbatim: Go's %#v of a type JSON cannot express (a uint64 zero prints as 0x0). */
+export class GoLiteral {
+  constructor(readonly text: string) {}
+  toString(): string { return this.text; }
+}
+
 function formatValue(v: unknown): string {
   if (v === null || v === undefined) return 'null';
+  if (v instanceof GoLiteral) return v.text;
+  // Go's %#v of a []string (e.g. DeleteOptions/CreateOptions dryRun), as field.Error.ErrorBody prints it.
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return `[]string{${v.map((x) => JSON.stringify(x)).join(', ')}}`;
   if (typeof v === 'string') return JSON.stringify(v);
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   return JSON.stringify(v);

@@ -56,11 +56,13 @@ export class MemoryStore implements Provider {
     if (!current) throw errors.notFound(this.gr, name);
     const meta = current.object.metadata;
     const pre = opts.preconditions;
+    // rest.BeforeDelete checks preconditions first, naming the Kind (not the resource) in the Conflict.
+    const gk = { group: this.gr.group, resource: current.object.kind };
     if (pre?.uid && pre.uid !== meta.uid) {
-      throw errors.conflict(this.gr, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${meta.uid}`);
+      throw errors.conflict(gk, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${meta.uid ?? ''}). The object might have been deleted and then recreated`);
     }
     if (pre?.resourceVersion && pre.resourceVersion !== meta.resourceVersion) {
-      throw errors.conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${meta.resourceVersion}`);
+      throw errors.conflict(gk, name, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${meta.resourceVersion ?? ''}). The object might have been modified`);
     }
     const finalizers = this.finalizersAfterDelete(meta.finalizers ?? [], opts);
     if (finalizers.length === 0) {
@@ -74,6 +76,8 @@ export class MemoryStore implements Provider {
       metadata: {
         ...meta,
         finalizers,
+        // markAsDeleting: the first deletionTimestamp bumps a set generation.
+        ...(!meta.deletionTimestamp && meta.generation ? { generation: meta.generation + 1 } : {}),
         deletionTimestamp: meta.deletionTimestamp ?? rfc3339(this.now()),
         deletionGracePeriodSeconds: meta.deletionGracePeriodSeconds ?? 0,
       },

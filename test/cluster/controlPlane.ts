@@ -34,8 +34,12 @@ export interface ControlPlane {
   binDir: string;
   /** kube-controller-manager secure port, when started */
   controllerManagerPort?: number;
-  /** Stops kube-apiserver only and starts it again on the same port; waits for /readyz. */
-  restartApiserver(): Promise<void>;
+  /**
+   * Stops kube-apiserver only and starts it again on the same port and etcd; waits for /readyz.
+   * Default: SIGTERM, then SIGKILL after 5 s (open watches, e.g. from the controller manager, make
+   * its graceful shutdown hang, so expect ~7 s). `hard: true` SIGKILLs at once (a crash, ~3 s).
+   */
+  restartApiserver(opts?: { hard?: boolean }): Promise<void>;
   /** Kills every child (SIGTERM, then SIGKILL after a grace period). Idempotent. */
   stop(): Promise<void>;
 }
@@ -240,8 +244,9 @@ class Proc {
   async stop(graceMs = 5000): Promise<void> {
     const child = this.child;
     if (!child || !this.running) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    if (graceMs <= 0) child.kill('SIGKILL');
+    else child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(graceMs, 0));
     await this.exited;
     clearTimeout(timer);
   }
@@ -422,9 +427,9 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       clientCert: (u) => ({ ...f.users[u] }),
       frontProxy: { ca: f.frontProxyCa, clientCert: f.frontProxyClient.cert, clientKey: f.frontProxyClient.key },
       controllerManagerPort: kcm ? kcmPort : undefined,
-      async restartApiserver() {
+      async restartApiserver(o) {
         if (stopped) throw new Error('control plane is stopped');
-        await apiserver.stop();
+        await apiserver.stop(o?.hard ? 0 : 5000);
         apiserver.start();
         await waitHealthy(apiserver, `${apiserverUrl}/readyz`, admin, timeout, log);
         log('kube-apiserver restarted');

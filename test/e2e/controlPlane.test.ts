@@ -93,10 +93,12 @@ test('controller manager deletes a namespace (namespace controller runs)', async
 
 test('restartApiserver keeps data and serves again on the same URL', async () => {
   assert.equal((await kubectl(cp.adminKubeconfig, 'create', 'configmap', 'survivor', '--from-literal=a=b')).code, 0);
-  await cp.restartApiserver();
-  const r = await kubectl(cp.adminKubeconfig, 'get', 'configmap', 'survivor', '-o', 'jsonpath={.data.a}');
-  assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, 'b');
+  for (const hard of [false, true]) {
+    await cp.restartApiserver({ hard });
+    const r = await kubectl(cp.adminKubeconfig, 'get', 'configmap', 'survivor', '-o', 'jsonpath={.data.a}');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'b');
+  }
 });
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {

@@ -32,7 +32,7 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
   const resources = overrides.resources ?? buildResources({ watchHistory: overrides.watchHistory ?? 1000, garbageCollection: false });
   const server = buildServer({
     tls: { key, cert }, logLevel: 'silent', resources, standalone: true,
-    authenticators: [tokenAuthenticator(token)], rejectAnonymous: true, authorizer: allowAll,
+    auth: { authenticators: [tokenAuthenticator(token)], rejectAnonymous: true, authorizer: allowAll },
     health: { livez: [ping], readyz: [ping] },
     watch: { queueCapacity: 1000, bookmarkIntervalMs: 60_000 },
     version: { gitVersion: 'v0.0.0-test' },
