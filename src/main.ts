@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
+import { pino } from 'pino';
 import { NamespaceLifecycle } from './admission/namespaceLifecycle.js';
 import { clientCertAuthenticator, requestHeaderAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, TrustSource } from './auth/delegated.js';
 import { allowAll, tokenAuthenticator } from './auth/standalone.js';
@@ -53,11 +54,17 @@ async function main(): Promise<void> {
   let trust: TrustSource | undefined;
   let namespaces: NamespaceLifecycle | undefined;
 
-  const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone });
+  const log = pino({ level: config.logLevel });
+  const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone, upstream, log });
+  for (const why of resources.omitted) log.info(`not served: ${why}`);
+  for (const { name, reflector } of resources.reflectors) {
+    reflectors.push(reflector);
+    readyz.push(synced(name, reflector));
+  }
   const server = buildServer({
     tls: { key, cert },
-    logLevel: config.logLevel,
-    resources,
+    logger: log,
+    resources: resources.definitions,
     standalone: config.standalone,
     auth,
     health: { livez: [ping], readyz },
@@ -66,7 +73,6 @@ async function main(): Promise<void> {
     version: { gitVersion: VERSION },
   });
   const { app } = server;
-  const log = app.log;
   const tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
 
   if (!config.standalone && upstream) {
@@ -79,8 +85,10 @@ async function main(): Promise<void> {
     admitCreate = (gr, namespace, name) => ns.admitCreate(gr, namespace, name);
     reflectors.push(trust.reflector, namespaces.reflector);
     readyz.push(synced('authentication-configmap', trust.reflector), synced('namespaces', namespaces.reflector));
-    for (const r of reflectors) r.start();
-    log.info({ server: upstream.server }, 'cluster mode: waiting for kube-system/extension-apiserver-authentication');
+  }
+  for (const r of reflectors) r.start();
+  if (trust) {
+    log.info({ server: upstream?.server }, 'cluster mode: waiting for kube-system/extension-apiserver-authentication');
     await trust.reflector.waitForSync();
   }
 

@@ -1,5 +1,5 @@
 // buildServer(): the fastify instance with every route; main.ts and the tests both use it.
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
 import { anonymous } from './auth/types.js';
@@ -19,7 +19,8 @@ export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
 
 export interface ServerOptions {
   tls: { key: string; cert: string; ca?: string };
-  logLevel: string;
+  /** One pino logger for the whole process (start-up components log before the server exists). */
+  logger: FastifyBaseLogger;
   resources: ResourceDefinition[];
   standalone: boolean;
   /** Read per request, so start-up can complete it once the cluster's trust is known. */
@@ -46,7 +47,7 @@ export interface FarmServer { app: FastifyInstance; watchers: Set<CacheWatcher>;
 
 export function buildServer(opts: ServerOptions): FarmServer {
   const app = Fastify({
-    logger: { level: opts.logLevel },
+    loggerInstance: opts.logger,
     https: { key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false },
     bodyLimit: MAX_BODY_BYTES,
     forceCloseConnections: true,
@@ -65,6 +66,12 @@ export function buildServer(opts: ServerOptions): FarmServer {
       if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
       const decision = await auth.authorizer.authorize(req.user, req.info, req);
       if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
+      const info = req.info;
+      const def = info.isResourceRequest ? opts.resources.find((d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource) : undefined;
+      for (const extra of def?.alsoRequires?.(info) ?? []) {
+        const d = await auth.authorizer.authorize(req.user, extra.info, req);
+        if (!d.allowed) throw forbidden(req.user, extra.info, d.reason ? `${d.reason}; ${extra.why}` : extra.why);
+      }
     } catch (e) {
       return sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));
     }

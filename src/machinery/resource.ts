@@ -2,6 +2,7 @@
 import type { z } from 'zod';
 import type { ObjectCache } from '../storage/objectCache.js';
 import type { KubeObject } from './types.js';
+import type { RequestInfo } from './requestInfo.js';
 import type { Entry } from '../storage/objectCache.js';
 
 export interface WriteContext {
@@ -58,6 +59,11 @@ export interface ResourceDefinition {
   /** Field selectors beyond metadata.name / metadata.namespace. */
   fieldSelectors?: Record<string, (obj: KubeObject) => string | undefined>;
   provider: Provider;
+  /**
+   * Permissions a caller needs besides those on this resource (e.g. FarmPods show Pods, so reading
+   * them needs the same verb on pods). Each is authorized like the request itself.
+   */
+  alsoRequires?: (info: RequestInfo) => { info: RequestInfo; why: string }[];
 }
 
 export function apiVersionOf(def: Pick<ResourceDefinition, 'group' | 'version'>): string {

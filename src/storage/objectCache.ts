@@ -146,6 +146,7 @@ export class ObjectCache {
   private readonly keys: string[] = [];
   private history: Change[] = [];
   private readonly watchers = new Set<CacheWatcher>();
+  private readonly listeners = new Set<(c: Change) => void>();
   private rv: number;
   /** Every change after this RV is in `history`. */
   private compactedRV: number;
@@ -175,6 +176,28 @@ export class ObjectCache {
     this.history.push(change);
     if (this.history.length > this.historyLimit * 2) this.compact();
     for (const w of this.watchers) w.offer(change);
+    for (const l of this.listeners) l(change);
+  }
+
+  /** In-process observers of every change (e.g. another resource that embeds this one's data). */
+  subscribe(listener: (c: Change) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Replaces everything (an upstream relist): history restarts at `rv`, so older resourceVersions
+   * get 410, and open watchers are closed to make their clients relist, as the watch cache does.
+   */
+  reset(entries: Entry[], rv: number): void {
+    this.objects.clear();
+    this.keys.length = 0;
+    for (const e of entries) this.objects.set(e.key, e);
+    this.keys.push(...[...this.objects.keys()].sort());
+    this.history = [];
+    this.rv = rv;
+    this.compactedRV = rv;
+    this.closeAllWatchers();
   }
 
   /** Advances the RV without a change (e.g. an upstream bookmark). */

@@ -4,6 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
+import { pino } from 'pino';
 import { ensureDevCerts, ensureToken } from '../../src/certs/devCerts.js';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
 import type { ResourceDefinition } from '../../src/machinery/resource.js';
@@ -29,9 +30,9 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
   const certs = await ensureDevCerts(dir);
   const token = await ensureToken(dir);
   const [key, cert, caPem] = await Promise.all([readFile(certs.keyFile, 'utf8'), readFile(certs.certFile, 'utf8'), readFile(certs.caFile, 'utf8')]);
-  const resources = overrides.resources ?? buildResources({ watchHistory: overrides.watchHistory ?? 1000, garbageCollection: false });
+  const resources = overrides.resources ?? buildResources({ watchHistory: overrides.watchHistory ?? 1000, garbageCollection: false }).definitions;
   const server = buildServer({
-    tls: { key, cert }, logLevel: 'silent', resources, standalone: true,
+    tls: { key, cert }, logger: pino({ level: 'silent' }), resources, standalone: true,
     auth: { authenticators: [tokenAuthenticator(token)], rejectAnonymous: true, authorizer: allowAll },
     health: { livez: [ping], readyz: [ping] },
     watch: { queueCapacity: 1000, bookmarkIntervalMs: 60_000 },

@@ -129,6 +129,10 @@ describe('kubectl against the standalone server', () => {
     assert.deepEqual(names(one), ['dolly-default']);
     const fq = await ok(['get', 'llamas.farm.example.com', 'dolly-default', '-n', 'default']);
     assert.deepEqual(names(fq), ['dolly-default']);
+
+    const dup = await fails(['create', '-f', '-'], { input: yamlOf(llama('dolly-default', { weight: 1 })) });
+    assert.match(dup, /Error from server \(AlreadyExists\): error when creating "STDIN": llamas\.farm\.example\.com "dolly-default" already exists/);
+    assert.equal((await getJson('default', 'dolly-default')).spec.weight, 120);
   });
 
   test('get farm lists llamas through the "farm" category', async () => {
@@ -236,9 +240,10 @@ describe('kubectl against the standalone server', () => {
 
   test('--sort-by=.spec.weight orders rows by weight', async () => {
     const ns = 'sort-ns';
-    await create(ns, llama('heavy', { weight: 200 }), llama('light', { weight: 5.5 }), llama('mid', { weight: 60 }), llama('aaa', { weight: 100 }));
+    // Integers only: kubectl's sorter cannot compare an int64 with a float64 (a client-side limit).
+    await create(ns, llama('heavy', { weight: 200 }), llama('light', { weight: 5 }), llama('mid', { weight: 60 }), llama('aaa', { weight: 100 }));
     const out = await ok(['get', 'll', '-n', ns, '--sort-by=.spec.weight']);
-    assert.deepEqual(table(out).map((r) => [r.NAME, r.WEIGHT]), [['light', '5.5'], ['mid', '60'], ['aaa', '100'], ['heavy', '200']]);
+    assert.deepEqual(table(out).map((r) => [r.NAME, r.WEIGHT]), [['light', '5'], ['mid', '60'], ['aaa', '100'], ['heavy', '200']]);
     assert.deepEqual(names(await ok(['get', 'll', '-n', ns, '--sort-by=.metadata.name'])), ['aaa', 'heavy', 'light', 'mid']);
   });
 
@@ -297,6 +302,19 @@ describe('kubectl against the standalone server', () => {
     const r = await waiter.exited;
     assert.equal(r.code, 0, explain(r));
     assert.match(r.stdout, /llama\.farm\.example\.com\/goner condition met/);
+  });
+
+  test('describe llama shows metadata and spec', async () => {
+    const ns = 'describe-ns';
+    await create(ns, llama('desc', { weight: 42, food: 'apples', labels: { app: 'farm' } }));
+    const out = await ok(['describe', 'llama', 'desc', '-n', ns]);
+    assert.match(out, /^Name:\s+desc$/m);
+    assert.match(out, /^Namespace:\s+describe-ns$/m);
+    assert.match(out, /^Labels:\s+app=farm$/m);
+    assert.match(out, /^API Version:\s+farm\.example\.com\/v1alpha$/m);
+    assert.match(out, /^Kind:\s+Llama$/m);
+    assert.match(out, /^\s+Weight:\s+42$/m);
+    assert.match(out, /^\s+Favorite Food:\s+apples$/m);
   });
 
   test('explain llama / llama.spec / llama.spec.color / --recursive', async () => {
@@ -464,11 +482,26 @@ describe('kubectl against the standalone server', () => {
     const ns = 'del-one';
     await create(ns, llama('d1'), llama('d2'));
     assert.equal((await ok(['delete', 'llama', 'd1', '-n', ns])).trim(), 'llama.farm.example.com "d1" deleted');
-    const err = await fails(['get', 'llama', 'd1', '-n', ns]);
-    assert.match(err, /Error from server \(NotFound\): llamas\.farm\.example\.com "d1" not found/);
+    assert.match(await fails(['get', 'llama', 'd1', '-n', ns]), /Error from server \(NotFound\)/);
+    assert.match(await ok(['get', 'll', '-n', ns, '--field-selector', 'metadata.name=d1', '-o', 'name']), /^$/);
     assert.deepEqual(names(await ok(['get', 'll', '-n', ns])), ['d2']);
     const again = await fails(['delete', 'llama', 'd1', '-n', ns]);
     assert.match(again, /Error from server \(NotFound\): llamas\.farm\.example\.com "d1" not found/);
+  });
+
+  test('get of a missing llama in the default namespace: NotFound naming the llama', async () => {
+    const err = await fails(['get', 'llama', 'no-such-llama']);
+    assert.equal(err.trim(), 'Error from server (NotFound): llamas.farm.example.com "no-such-llama" not found');
+  });
+
+  // kubectl (cli-runtime Info.Get) follows a NotFound in a non-default namespace with
+  // GET /api/v1/namespaces/<ns>; if THAT is 404 it reports the namespace error instead of the llama's.
+  test('get of a missing llama in another namespace: NotFound naming the llama', {
+    todo: 'src bug: standalone server 404s GET /api/v1/namespaces/<ns> with "the server could not find the requested resource", so kubectl prints that instead of the llama NotFound',
+  }, async () => {
+    await create('missing-ns', llama('present'));
+    const err = await fails(['get', 'llama', 'no-such-llama', '-n', 'missing-ns']);
+    assert.equal(err.trim(), 'Error from server (NotFound): llamas.farm.example.com "no-such-llama" not found');
   });
 
   test('delete --all empties one namespace only', async () => {
@@ -529,12 +562,18 @@ describe('kubectl against the standalone server', () => {
     const text = await readFile(srv.kubeconfig, 'utf8');
     assert.match(text, /token: \S+/);
     await writeFile(bad, text.replace(/token: \S+/, 'token: not-the-right-token'));
-    for (const home of [srv.home, join(srv.dir, 'home-bad-token')]) {
-      const r = await k(['get', 'llamas'], { kubeconfig: bad, home });
-      assert.notEqual(r.code, 0, explain(r));
-      assert.match(r.stderr, /error: You must be logged in to the server \(Unauthorized\)/);
-      assert.equal(r.stdout, '');
-    }
+    // Warm discovery cache: the list itself gets the 401 Status (message "Unauthorized").
+    const warm = await k(['get', 'llamas'], { kubeconfig: bad });
+    assert.notEqual(warm.code, 0, explain(warm));
+    assert.match(warm.stderr, /error: You must be logged in to the server \(Unauthorized\)/);
+    assert.equal(warm.stdout, '');
+    // Cold cache: discovery gets the 401 first; client-go words it its own way.
+    const cold = await k(['get', 'llamas'], { kubeconfig: bad, home: join(srv.dir, 'home-bad-token') });
+    assert.notEqual(cold.code, 0, explain(cold));
+    assert.match(cold.stderr, /error: You must be logged in to the server \((Unauthorized|the server has asked for the client to provide credentials)\)/);
+    assert.equal(cold.stdout, '');
+    // The right token still works.
+    assert.equal((await k(['version', '-o', 'json'])).code, 0);
   });
 
   // Keep last: it stops the server.

@@ -1,0 +1,46 @@
+// Realistic Llamas, created the way the REST create handler prepares them (prepareForCreate +
+// validateObject defaults), but written straight into the store.
+import { prepareForCreate } from '../../src/machinery/meta.js';
+import type { ResourceDefinition } from '../../src/machinery/resource.js';
+import type { KubeObject } from '../../src/machinery/types.js';
+import { validateObject } from '../../src/machinery/validation.js';
+import { llamaColors } from '../../src/resources/llama.js';
+
+const foods = ['hay', 'carrots', 'alfalfa', 'apples', 'grass', 'oat pellets'];
+
+/** The body a client would POST (what `kubectl create -f` sends for a typical manifest). */
+export function llamaBody(namespace: string, name: string, i: number): KubeObject {
+  return {
+    apiVersion: 'farm.example.com/v1alpha',
+    kind: 'Llama',
+    metadata: {
+      name,
+      namespace,
+      labels: { 'app.kubernetes.io/name': 'llama', herd: `herd-${i % 17}` },
+      annotations: { 'farm.example.com/notes': `llama number ${i}` },
+    },
+    spec: {
+      weight: 100 + (i % 90),
+      height: 1.5 + (i % 40) / 100,
+      color: llamaColors[i % llamaColors.length],
+      favoriteFood: foods[i % foods.length],
+    },
+  };
+}
+
+/** The object Handlers.create would hand to the provider (JSON-parsed body, server-set meta, defaults). */
+export function preparedLlama(def: ResourceDefinition, namespace: string, name: string, i: number, now = new Date()): KubeObject {
+  const parsed = JSON.parse(JSON.stringify(llamaBody(namespace, name, i))) as KubeObject; // as the request parser makes it
+  const result = validateObject(def, prepareForCreate(parsed, now));
+  if (!result.value) throw new Error(`invalid bench llama: ${result.errors.map(String).join('; ')}`);
+  return result.value;
+}
+
+/** Creates `count` llamas named `${prefix}-00000…` in `namespace` directly through the provider. */
+export async function seedLlamas(def: ResourceDefinition, namespace: string, count: number, prefix = 'llama'): Promise<void> {
+  const now = new Date();
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}-${String(i).padStart(6, '0')}`;
+    await def.provider.create!(preparedLlama(def, namespace, name, i, now), { dryRun: false });
+  }
+}
