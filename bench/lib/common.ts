@@ -47,6 +47,8 @@ export class Child {
   private readonly pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
   private readonly exited: Promise<number | null>;
   readonly events: { type: string; [k: string]: unknown }[] = [];
+  /** The child's {type:'ready'} message. */
+  info: Record<string, any> = {};
   private eventWaiters: (() => void)[] = [];
 
   private constructor(readonly name: string, readonly proc: ChildProcess) {
@@ -82,7 +84,7 @@ export class Child {
       stdio: ['ignore', opts.silent ? 'ignore' : 'inherit', 'inherit', 'ipc'],
     });
     const child = new Child(script, proc);
-    await child.waitFor('ready');
+    child.info = await child.waitFor('ready');
     return child;
   }
 

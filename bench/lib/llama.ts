@@ -37,8 +37,7 @@ export function preparedLlama(def: ResourceDefinition, namespace: string, name: 
 }
 
 /** Creates `count` llamas named `${prefix}-00000…` in `namespace` directly through the provider. */
-export async function seedLlamas(def: ResourceDefinition, namespace: string, count: number, prefix = 'llama'): Promise<void> {
-  const now = new Date();
+export async function seedLlamas(def: ResourceDefinition, namespace: string, count: number, prefix = 'llama', now = new Date()): Promise<void> {
   for (let i = 0; i < count; i++) {
     const name = `${prefix}-${String(i).padStart(6, '0')}`;
     await def.provider.create!(preparedLlama(def, namespace, name, i, now), { dryRun: false });

@@ -1,5 +1,6 @@
 // The in-memory store: a store-wide resourceVersion counter over an ObjectCache, with the write
 // semantics of k8s.io/apiserver's generic registry (preconditions, finalizers, dry run).
+import { isDeepStrictEqual } from 'node:util';
 import type { DeleteOptions, Mutation, Provider, WriteContext } from '../machinery/resource.js';
 import { errors, type GroupResource } from '../machinery/status.js';
 import type { KubeObject, ObjectMeta } from '../machinery/types.js';
@@ -47,6 +48,8 @@ export class MemoryStore implements Provider {
     if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) {
       return { entry: this.commit('DELETED', key, next, current, ctx), created: false };
     }
+    // etcd3 GuaranteedUpdate: an update that changes nothing is not written (same resourceVersion, no event).
+    if (sameObject(next, current.object)) return { entry: current, created: false };
     return { entry: this.commit('MODIFIED', key, next, current, ctx), created: false };
   }
 
@@ -106,6 +109,12 @@ export class MemoryStore implements Provider {
     if (!ctx.dryRun) this.cache.apply({ type, rv, entry, prev });
     return entry;
   }
+}
+
+/** Equal as stored JSON, ignoring key order and the resourceVersion an update carries. */
+function sameObject(a: KubeObject, b: KubeObject): boolean {
+  const canonical = (o: KubeObject) => JSON.parse(JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } })) as unknown;
+  return isDeepStrictEqual(canonical(a), canonical(b));
 }
 
 function sameSet(a: string[], b: string[]): boolean {

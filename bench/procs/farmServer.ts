@@ -1,0 +1,60 @@
+// Child process: the real farm server (buildServer, as test/helpers/testServer.ts builds it) plus
+// static routes on the same fastify instance that answer with bytes captured from the real routes.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
+import { ping } from '../../src/observability/health.js';
+import { buildResources } from '../../src/resources/index.js';
+import { buildServer } from '../../src/server.js';
+import { cpuTotalMs, serveIpc } from '../lib/common.js';
+import { seedLlamas } from '../lib/llama.js';
+
+const { values } = parseArgs({ options: {
+  'cert-dir': { type: 'string' },
+  'log-level': { type: 'string', default: 'silent' },
+  'watch-queue': { type: 'string', default: '1000' },
+} });
+const dir = values['cert-dir']!;
+const [key, cert, token] = await Promise.all(['tls.key', 'tls.crt', 'token'].map((f) => readFile(join(dir, f), 'utf8')));
+const resources = buildResources({ watchHistory: 10_000, garbageCollection: false }).definitions;
+const llamas = resources[0];
+const server = buildServer({
+  tls: { key, cert }, logger: pino({ level: values['log-level']! }), resources, standalone: true,
+  auth: { authenticators: [tokenAuthenticator(token.trim())], rejectAnonymous: true, authorizer: allowAll },
+  health: { livez: [ping], readyz: [ping] },
+  watch: { queueCapacity: Number(values['watch-queue']), bookmarkIntervalMs: 60_000 },
+  version: { gitVersion: 'v0.0.0-bench' },
+});
+const { app } = server;
+
+const statics = new Map<string, { type: string; body: string }>();
+for (const name of ['one', 'list', 'table']) {
+  app.get(`/bench/static/${name}`, async (_req, reply) => {
+    const s = statics.get(name);
+    if (!s) return reply.code(404).send('not captured');
+    return reply.code(200).type(s.type).send(s.body);
+  });
+}
+
+await app.listen({ port: 0, host: '127.0.0.1' });
+const port = (app.server.address() as { port: number }).port;
+
+serveIpc({
+  /** `createdYearsAgo` keeps Table ages (and so the response size) constant during a run, e.g. "9y". */
+  async seed({ namespace, count, prefix, createdYearsAgo = 0 }: { namespace: string; count: number; prefix?: string; createdYearsAgo?: number }) {
+    await seedLlamas(llamas, namespace, count, prefix, new Date(Date.now() - createdYearsAgo * 366 * 86_400_000));
+    return llamas.provider.cache.resourceVersion;
+  },
+  /** Fetches `path` through the real routes and serves the same bytes at /bench/static/<name>. */
+  async capture({ name, path, accept }: { name: string; path: string; accept?: string }) {
+    const res = await app.inject({ method: 'GET', url: path, headers: { authorization: `Bearer ${token.trim()}`, ...(accept ? { accept } : {}) } });
+    if (res.statusCode !== 200) throw new Error(`capture ${path}: ${res.statusCode} ${res.body.slice(0, 200)}`);
+    statics.set(name, { type: String(res.headers['content-type']), body: res.body });
+    return { bytes: Buffer.byteLength(res.body), contentType: res.headers['content-type'] };
+  },
+  cpu: () => cpuTotalMs(),
+  watchers: () => llamas.provider.cache.watcherCount,
+  rv: () => llamas.provider.cache.resourceVersion,
+}, { port });

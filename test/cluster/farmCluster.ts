@@ -1,0 +1,135 @@
+// A local cluster with farm-apiserver registered behind the real aggregator: the control plane,
+// app.yaml's RBAC, our server in cluster mode (as its ServiceAccount), and the APIService with the
+// real caBundle pointing at localhost. `npm run cluster` and the e2e tests both use it.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, stringify } from 'yaml';
+import { renderManifests } from '../../scripts/manifests.js';
+import { ensureDevCerts } from '../../src/certs/devCerts.js';
+import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
+import { startControlPlane, type ControlPlane } from './controlPlane.js';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface FarmCluster {
+  cp: ControlPlane;
+  /** Our server's port on 127.0.0.1 (the APIService's ExternalName target). */
+  farmPort: number;
+  farmCertDir: string;
+  farmLog: string;
+  /** Runs real kubectl with an isolated HOME. */
+  kubectl(args: string[], opts?: { kubeconfig?: string; input?: string; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** Restarts our server (e.g. to check it recovers state from nothing but the cluster). */
+  restartFarm(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface FarmClusterOptions { dir: string; withControllerManager?: boolean; log?: (l: string) => void; farmArgs?: string[] }
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => res(p)); });
+    s.on('error', rej);
+  });
+}
+
+export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCluster> {
+  const log = opts.log ?? (() => {});
+  const dir = resolve(opts.dir);
+  const home = join(dir, 'home');
+  mkdirSync(home, { recursive: true });
+  const cp = await startControlPlane({ dir: join(dir, 'cp'), withControllerManager: opts.withControllerManager, log });
+
+  const kubectl: FarmCluster['kubectl'] = (args, o = {}) => new Promise((res) => {
+    const child = execFile('kubectl', ['--kubeconfig', o.kubeconfig ?? cp.adminKubeconfig, ...args], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home }, timeout: o.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024,
+    }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
+      res({ code, stdout, stderr });
+    });
+    if (o.input !== undefined) child.stdin?.end(o.input);
+  });
+  const must = async (args: string[], input?: string) => {
+    const r = await kubectl(args, { input });
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.stderr}`);
+    return r.stdout;
+  };
+
+  const farmCertDir = join(dir, 'farm-certs');
+  await ensureDevCerts(farmCertDir);
+  const farmPort = await freePort();
+  const docs = parseAllDocuments(renderManifests({ certDir: farmCertDir, localPort: farmPort })).map((d) => d.toJSON() as { kind: string });
+  const apiService = docs.filter((d) => d.kind === 'APIService');
+  const rest = docs.filter((d) => d.kind !== 'APIService');
+  await must(['apply', '-f', '-'], rest.map((d) => stringify(d)).join('---\n'));
+
+  // Our server authenticates to kube-apiserver as its ServiceAccount, so app.yaml's RBAC is what is tested.
+  const token = (await must(['-n', 'farm-system', 'create', 'token', 'farm-apiserver', '--duration=24h'])).trim();
+  const saKubeconfig = join(dir, 'farm-apiserver-sa.kubeconfig');
+  await writeKubeconfig(saKubeconfig, { server: cp.apiserverUrl, caPem: readFileSync(cp.clusterCa, 'utf8'), token });
+
+  const farmLog = join(dir, 'farm-apiserver.log');
+  let farm: ChildProcess | undefined;
+  const startFarm = async () => {
+    const out = openSync(farmLog, 'a');
+    farm = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/main.ts'),
+      '--kubeconfig', saKubeconfig, '--port', String(farmPort), '--bind-address', '127.0.0.1',
+      '--cert-dir', farmCertDir, '--log-level', 'info', ...(opts.farmArgs ?? [])],
+    { cwd: REPO, stdio: ['ignore', out, out], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
+    await waitFor(`farm-apiserver /readyz on ${farmPort}`, 60_000, async () => (await httpsStatus(farmPort, '/readyz', farmCertDir)) === 200);
+    log(`farm-apiserver ready on https://127.0.0.1:${farmPort}`);
+  };
+  const stopFarm = async () => {
+    const f = farm;
+    farm = undefined;
+    if (!f || f.exitCode !== null) return;
+    const exited = new Promise((r) => f.once('exit', r));
+    f.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 8000))]);
+    if (f.exitCode === null) f.kill('SIGKILL');
+  };
+
+  try {
+    await startFarm();
+    await must(['apply', '-f', '-'], apiService.map((d) => stringify(d)).join('---\n'));
+    await must(['wait', '--for=condition=Available', 'apiservice/v1alpha.farm.example.com', '--timeout=120s']);
+    log('APIService v1alpha.farm.example.com is Available');
+  } catch (e) {
+    await stopFarm();
+    await cp.stop();
+    throw new Error(`${(e as Error).message}\n--- farm-apiserver log (tail) ---\n${tail(farmLog)}`);
+  }
+
+  return {
+    cp, farmPort, farmCertDir, farmLog, kubectl,
+    async restartFarm() { await stopFarm(); await startFarm(); },
+    async stop() { await stopFarm(); await cp.stop(); },
+  };
+}
+
+function tail(file: string): string {
+  try { return readFileSync(file, 'utf8').split('\n').slice(-40).join('\n'); } catch { return '(no log)'; }
+}
+
+function httpsStatus(port: number, path: string, certDir: string): Promise<number> {
+  return new Promise((res) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', ca: readFileSync(join(certDir, 'ca.crt')), timeout: 2000 }, (r) => { r.resume(); res(r.statusCode ?? 0); });
+    req.on('error', () => res(0));
+    req.on('timeout', () => { req.destroy(); res(0); });
+    req.end();
+  });
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
