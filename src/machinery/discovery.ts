@@ -257,6 +257,13 @@ export function registerDiscoveryRoutes(app: FastifyInstance, defs: ResourceDefi
       });
       return send(req, reply, body, 'application/json');
     });
+    // Standalone accepts any namespace name, so each exists implicitly; kubectl checks the
+    // namespace after a NotFound outside "default" and would otherwise report that instead.
+    app.get('/api/v1/namespaces/:name', async (req, reply) => {
+      const { name } = req.params as { name: string };
+      const ns = { kind: 'Namespace', apiVersion: 'v1', metadata: { name }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } };
+      return reply.code(200).header('Content-Type', 'application/json').send(JSON.stringify(ns));
+    });
   }
 
   // /version is harmless in cluster mode (requests for it never reach us through the aggregator).

@@ -137,8 +137,14 @@ function translate(c: Change, opts: WatchOptions): WatchItem | undefined {
   if (c.type === 'DELETED') return before ? { type: 'DELETED', entry: c.entry } : undefined;
   if (now && before) return { type: 'MODIFIED', entry: c.entry };
   if (now) return { type: 'ADDED', entry: c.entry };
-  if (before) return { type: 'DELETED', entry: c.entry };
+  // cacheWatcher.convertToWatchEvent: leaving the selection is a DELETED of the previous content at the event's RV.
+  if (before) return { type: 'DELETED', entry: c.prev ? restamp(c.prev, c.rv) : c.entry };
   return undefined;
+}
+
+/** An entry's object as of a later resourceVersion. */
+function restamp(e: Entry, rv: number): Entry {
+  return makeEntry(e.key, { ...e.object, metadata: { ...e.object.metadata, resourceVersion: String(rv) } }, rv);
 }
 
 export class ObjectCache {

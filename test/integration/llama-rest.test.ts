@@ -238,7 +238,7 @@ describe('llama REST verbs', () => {
         const st = expectStatus(await s.request('POST', `${B}?dryRun=foo`, { body: llama('strict') }), 422, 'Invalid',
           'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"foo"}: supported values: "All"');
         assert.deepEqual(st.details, {
-          name: '', group: 'meta.k8s.io', kind: 'CreateOptions',
+          group: 'meta.k8s.io', kind: 'CreateOptions',
           causes: [{ reason: 'FieldValueNotSupported', message: 'Unsupported value: []string{"foo"}: supported values: "All"', field: 'dryRun' }],
         });
       });

@@ -496,9 +496,7 @@ describe('kubectl against the standalone server', () => {
 
   // kubectl (cli-runtime Info.Get) follows a NotFound in a non-default namespace with
   // GET /api/v1/namespaces/<ns>; if THAT is 404 it reports the namespace error instead of the llama's.
-  test('get of a missing llama in another namespace: NotFound naming the llama', {
-    todo: 'src bug: standalone server 404s GET /api/v1/namespaces/<ns> with "the server could not find the requested resource", so kubectl prints that instead of the llama NotFound',
-  }, async () => {
+  test('get of a missing llama in another namespace: NotFound naming the llama', async () => {
     await create('missing-ns', llama('present'));
     const err = await fails(['get', 'llama', 'no-such-llama', '-n', 'missing-ns']);
     assert.equal(err.trim(), 'Error from server (NotFound): llamas.farm.example.com "no-such-llama" not found');

@@ -1,0 +1,22 @@
+// Benchmark 4: heap bytes per stored llama, in a fresh process with --expose-gc.
+import { Child } from '../lib/common.js';
+import type { Ctx, Row, SuiteResult } from './types.js';
+
+export async function heapSuite(ctx: Ctx): Promise<SuiteResult> {
+  const count = ctx.quick ? 20_000 : 100_000;
+  ctx.log(`heap: ${count} llamas through MemoryStore.create`);
+  const child = await Child.start('procs/heap.ts', [], { execArgv: ['--expose-gc'] });
+  let r: { heapBytesPerLlama: number; jsonBytesPerLlama: number; createUsPerLlama: number; prepareUsPerLlama: number; heapUsedMB: number };
+  try {
+    r = await child.call('run', { count, watchHistory: 10_000, randomNames: false });
+  } finally {
+    await child.stop();
+  }
+  const rows: Row[] = [{
+    bench: `Heap per stored llama (${count / 1000}k llamas)`, metric: 'heapUsed delta / llama', unit: 'B',
+    ours: r.heapBytesPerLlama, peer: r.jsonBytesPerLlama, ratio: r.heapBytesPerLlama / r.jsonBytesPerLlama,
+    reading: 'heap/JSON text; how many times the raw JSON size is kept',
+    note: `default --watch-history 10000; MemoryStore.create ${r.createUsPerLlama.toFixed(0)} µs/llama on average (10 namespaces)`,
+  }];
+  return { rows, detail: { count, ...r } };
+}
