@@ -6,7 +6,7 @@ import { startFarmCluster } from '../test/cluster/farmCluster.js';
 const dir = join(process.cwd(), '.cluster');
 const log = (l: string) => process.stdout.write(`[cluster] ${l}\n`);
 const cluster = await startFarmCluster({ dir, withControllerManager: true, log });
-const admin = cluster.cp.adminKubeconfig;
+const admin = join(dir, 'admin.kubeconfig');
 process.stdout.write(`\nReady. farm-apiserver is registered behind kube-apiserver ${cluster.cp.apiserverUrl}\n` +
   `  export KUBECONFIG=${admin}\n  kubectl get apiservice v1alpha.farm.example.com\n  kubectl get llamas\n` +
   `farm-apiserver log: ${cluster.farmLog}\nCtrl-C to stop.\n`);

@@ -13,6 +13,7 @@ import { ServingTls } from './certs/servingTls.js';
 import { ConfigError, loadConfig, usage, type Config } from './config.js';
 import type { RestOptions } from './machinery/rest.js';
 import { ping, type HealthCheck } from './observability/health.js';
+import { createMetrics } from './observability/metrics.js';
 import { buildResources } from './resources/index.js';
 import { buildServer, type AuthChain } from './server.js';
 import { Upstream } from './upstream/client.js';
@@ -44,7 +45,9 @@ async function main(): Promise<void> {
   const dev = config.tlsFilesExplicit ? undefined : await ensureDevCerts(config.certDir);
   const [cert, key] = await Promise.all([readFile(config.tlsCertFile, 'utf8'), readFile(config.tlsKeyFile, 'utf8')]);
   const token = config.standalone ? await ensureToken(config.certDir) : '';
-  const upstream = config.standalone && !config.kubeconfig ? undefined : Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster });
+  const metrics = createMetrics();
+  const upstream = config.standalone && !config.kubeconfig ? undefined
+    : Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster, onCall: (purpose) => metrics.upstreamRequests.inc({ purpose }) });
 
   let shuttingDown = false;
   const reflectors: Reflector[] = [];
@@ -71,6 +74,7 @@ async function main(): Promise<void> {
     watch: { queueCapacity: config.watchQueue, bookmarkIntervalMs: config.bookmarkIntervalSeconds * 1000 },
     admitCreate: (gr, ns, name) => admitCreate?.(gr, ns, name) ?? Promise.resolve(),
     version: { gitVersion: VERSION },
+    metrics,
   });
   const { app } = server;
   const tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });

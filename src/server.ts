@@ -13,6 +13,7 @@ import { registerResourceRoutes, type RestOptions } from './machinery/rest.js';
 import { ApiError, errors } from './machinery/status.js';
 import type { WatchSettings } from './machinery/watch.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
+import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
 import type { CacheWatcher } from './storage/objectCache.js';
 
 export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
@@ -29,6 +30,8 @@ export interface ServerOptions {
   watch: { queueCapacity: number; bookmarkIntervalMs: number };
   admitCreate?: RestOptions['admitCreate'];
   version: { gitVersion: string };
+  /** Serves GET /metrics from `registry` and counts every request in `httpRequests`. */
+  metrics?: Pick<FarmMetrics, 'registry' | 'httpRequests'>;
 }
 
 export interface AuthChain {
@@ -55,12 +58,15 @@ export function buildServer(opts: ServerOptions): FarmServer {
   });
   installErrorHandling(app);
   installBodyParsers(app);
+  // Before the authn/authz hook: a hook that answers (401/403) skips the hooks after it.
+  if (opts.metrics) instrumentRequests(app, opts.metrics.httpRequests, opts.resources);
 
   app.addHook('onRequest', async (req, reply) => {
     try {
       req.info = requestInfo(req.method, req.url);
       const { auth } = opts;
       req.user = await authenticate(req, auth.authenticators);
+      req.log.debug({ user: req.user }, 'authenticated');
       const path = req.info.path;
       if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
       if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
@@ -80,6 +86,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
   const watchers = new Set<CacheWatcher>();
   const watch: WatchSettings = { ...opts.watch, registry: watchers };
   registerHealthRoutes(app, opts.health);
+  if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
   registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
   registerOpenApiRoutes(app, opts.resources);
   for (const def of opts.resources) registerResourceRoutes(app, def, { watch, admitCreate: opts.admitCreate });

@@ -37,7 +37,7 @@ export class NamespaceLifecycle {
     if (phase === 'Terminating') {
       const message = `unable to create new content in namespace ${namespace} because it is being terminated`;
       throw errors.forbidden(`${gr.resource}.${gr.group} "${name}" is forbidden: ${message}`, {
-        name, group: gr.group, kind: gr.resource, causes: [{ reason: 'NamespaceTerminating', message, field: 'metadata.namespace' }],
+        name, group: gr.group, kind: gr.resource, causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }],
       });
     }
   }

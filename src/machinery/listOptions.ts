@@ -103,7 +103,8 @@ export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptio
   const fv = one(q, 'fieldValidation') ?? '';
   let fieldValidation: FieldValidation = 'Strict';
   if (fv === 'Strict' || fv === 'Warn' || fv === 'Ignore') fieldValidation = fv;
-  else if (fv !== '') errs.push(FieldError.notSupported('fieldValidation', fv, ['Ignore', 'Strict', 'Warn']));
+  // ValidateFieldValidation lists sets.NewString("", Ignore, Warn, Strict).List(): sorted, the empty value first.
+  else if (fv !== '') errs.push(FieldError.notSupported('fieldValidation', fv, ['', 'Ignore', 'Strict', 'Warn']));
   // Upstream defaults to Warn when the parameter is absent (kubectl always sends Strict).
   if (fv === '') fieldValidation = 'Warn';
   const fieldManager = one(q, 'fieldManager');

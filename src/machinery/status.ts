@@ -43,7 +43,9 @@ export function qualified(gr: GroupResource): string {
   return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
 }
 
-const named = (gr: GroupResource, name: string): StatusDetails => ({ name, group: gr.group, kind: gr.resource });
+// Go's StatusDetails fields are omitempty: a core resource ("namespaces") has no "group" key.
+const named = (gr: GroupResource, name: string): StatusDetails =>
+  ({ ...(name ? { name } : {}), ...(gr.group ? { group: gr.group } : {}), ...(gr.resource ? { kind: gr.resource } : {}) });
 
 export const errors = {
   notFound: (gr: GroupResource, name: string) =>
@@ -111,7 +113,8 @@ export class FieldError {
   /** ErrorBody(): "<type text>: <value>: <detail>" as upstream prints it. */
   detailMessage(): string {
     let s = typeText[this.type];
-    if (this.hasBadValue && this.type !== 'FieldValueRequired' && this.type !== 'FieldValueForbidden') {
+    // ErrorBody prints no value for Required, Forbidden and TooLong.
+    if (this.hasBadValue && this.type !== 'FieldValueRequired' && this.type !== 'FieldValueForbidden' && this.type !== 'FieldValueTooLong') {
       s += `: ${formatValue(this.badValue)}`;
     }
     if (this.detail) s += `: ${this.detail}`;

@@ -61,7 +61,8 @@ export function summarizePod(pod: PodLike): PodSummary {
     break;
   }
 
-  const initialized = (st.conditions ?? []).some((c) => c.type === 'Initialized' && c.status === 'True');
+  // isPodInitializedConditionTrue: the first Initialized condition decides.
+  const initialized = (st.conditions ?? []).find((c) => c.type === 'Initialized')?.status === 'True';
   if (!initializing || initialized) {
     restarts = restartableRestarts;
     lastRestart = lastRestartableRestart;

@@ -199,7 +199,7 @@ export class ObjectCache {
     this.objects.clear();
     this.keys.length = 0;
     for (const e of entries) this.objects.set(e.key, e);
-    this.keys.push(...[...this.objects.keys()].sort());
+    for (const k of [...this.objects.keys()].sort()) this.keys.push(k); // no spread: 100k+ keys
     this.history = [];
     this.rv = rv;
     this.compactedRV = rv;
@@ -231,7 +231,8 @@ export class ObjectCache {
 
   checkRV(rv: number): void {
     if (rv < this.compactedRV) {
-      const oldestEvent = this.history[0]?.rv ?? this.rv;
+      // watchCache: with no event kept (just reset), the oldest deliverable event is rv + 1.
+      const oldestEvent = this.history[0]?.rv ?? this.rv + 1;
       throw new TooOldError(rv, Math.max(oldestEvent - 1, 0));
     }
   }

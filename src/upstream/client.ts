@@ -14,21 +14,25 @@ export class Upstream {
   /** Counts every call made to kube-apiserver, by purpose; FarmPod requests must not add to it. */
   readonly calls = new Map<string, number>();
 
-  private constructor(readonly kc: KubeConfig, readonly server: string) {}
+  private constructor(readonly kc: KubeConfig, readonly server: string, private readonly onCall?: (purpose: string) => void) {}
 
-  /** In-cluster config wins when we run in a pod (also under mirrord); otherwise the given kubeconfig. */
-  static load(opts: { kubeconfig?: string; inCluster: boolean }): Upstream {
+  /**
+   * In-cluster config wins when we run in a pod (also under mirrord); otherwise the given kubeconfig.
+   * `onCall` is told of every call as it is counted (e.g. to feed a metrics counter).
+   */
+  static load(opts: { kubeconfig?: string; inCluster: boolean; onCall?: (purpose: string) => void }): Upstream {
     const kc = new KubeConfig();
     if (opts.inCluster) kc.loadFromCluster();
     else if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
     else throw new Error('no kubeconfig and not running in a cluster');
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
-    return new Upstream(kc, cluster.server.replace(/\/$/, ''));
+    return new Upstream(kc, cluster.server.replace(/\/$/, ''), opts.onCall);
   }
 
   private count(purpose: string): void {
     this.calls.set(purpose, (this.calls.get(purpose) ?? 0) + 1);
+    this.onCall?.(purpose);
   }
 
   private async options(method: string, headers: Record<string, string>): Promise<RequestOptions> {

@@ -2,7 +2,7 @@
 // app.yaml's RBAC, our server in cluster mode (as its ServiceAccount), and the APIService with the
 // real caBundle pointing at localhost. `npm run cluster` and the e2e tests both use it.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
@@ -99,6 +99,7 @@ export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCl
     await must(['apply', '-f', '-'], apiService.map((d) => stringify(d)).join('---\n'));
     await must(['wait', '--for=condition=Available', 'apiservice/v1alpha.farm.example.com', '--timeout=120s']);
     log('APIService v1alpha.farm.example.com is Available');
+    copyFileSync(cp.adminKubeconfig, join(dir, 'admin.kubeconfig'));
   } catch (e) {
     await stopFarm();
     await cp.stop();

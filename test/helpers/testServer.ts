@@ -52,6 +52,7 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
       headers['content-type'] = opts.contentType ?? 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(payload));
     }
     const req = httpsRequest(`${url}${path}`, { method, headers, ca: caPem }, (res) => {
       const chunks: Buffer[] = [];
@@ -89,7 +90,10 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
             if (res.complete || res.destroyed) throw new Error('stream ended');
             const left = deadline - Date.now();
             if (left <= 0) throw new Error(`no watch event within ${timeoutMs} ms`);
-            await new Promise<void>((r) => { waiter = r; setTimeout(r, left); });
+            await new Promise<void>((r) => {
+              const t = setTimeout(r, left);
+              waiter = () => { clearTimeout(t); r(); };
+            });
           }
           return lines[read++];
         },

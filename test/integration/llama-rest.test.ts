@@ -3,7 +3,7 @@
 // one watch here only proves that dry runs emit nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestServer, type Response, type TestServer } from '../helpers/testServer.js';
+import { startTestServer, type Response, type Stream, type TestServer } from '../helpers/testServer.js';
 
 const API = '/apis/farm.example.com/v1alpha';
 const coll = (ns: string) => `${API}/namespaces/${ns}/llamas`;
@@ -17,6 +17,22 @@ const KUBECTL_GET_ACCEPT = `${TABLE_V1},${TABLE_V1BETA1},application/json`;
 const CONFLICT = 'the object has been modified; please apply your changes to the latest version and try again';
 
 type Obj = Record<string, any>;
+
+/**
+ * A watch stream's events in order. Reads the helper stream's `lines` itself, polling briefly: the helper's
+ * next() leaves its wait timer running, which keeps the test process alive for the whole timeout.
+ */
+function events(w: Stream) {
+  let read = 0;
+  return async (timeoutMs = 5000): Promise<{ type: string; object: Obj }> => {
+    const deadline = Date.now() + timeoutMs;
+    while (read >= w.lines.length) {
+      if (Date.now() > deadline) throw new Error(`no watch event within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return JSON.parse(w.lines[read++]);
+  };
+}
 
 function llama(name: string, spec: Obj = { weight: 120, height: 1.7 }, metadata: Obj = {}): Obj {
   return { apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name, ...metadata }, spec };
@@ -459,6 +475,7 @@ describe('llama REST verbs', () => {
       const base = await create(B, llama('dry', { weight: 50, height: 1 }));
       const rv0 = await listRV();
       const w = await s.stream(`${B}?watch=true&resourceVersion=${rv0}`);
+      const nextEvent = events(w);
       try {
         const c = await s.request('POST', `${B}?dryRun=All`, { body: llama('dry-new') });
         assert.equal(c.status, 201, c.body);
@@ -492,7 +509,7 @@ describe('llama REST verbs', () => {
 
         // Events arrive in resourceVersion order, so if the first event is this real write's, no dry run emitted one.
         const real = await create(B, llama('dry-marker'));
-        const ev = JSON.parse(await w.next());
+        const ev = await nextEvent();
         assert.equal(ev.type, 'ADDED');
         assert.equal(ev.object.metadata.name, 'dry-marker');
         assert.equal(ev.object.metadata.resourceVersion, real.metadata.resourceVersion);
@@ -524,6 +541,7 @@ describe('llama REST verbs', () => {
     it('with finalizers: marks it deleting (200, object kept), repeats idempotently, and removing the finalizers deletes it', async () => {
       const o = await create(B, llama('keeper', undefined, { finalizers: ['farm.example.com/shear'] }));
       const w = await s.stream(`${B}?watch=true&resourceVersion=${o.metadata.resourceVersion}`);
+      const nextEvent = events(w);
       try {
         // handlers.DeleteResource answers 202 only for orphanDependents=false; otherwise 200 even when the object stays.
         const r1 = await del(`${B}/keeper`, { propagationPolicy: 'Background' });
@@ -548,11 +566,11 @@ describe('llama REST verbs', () => {
         assert.equal(p.status, 200, p.body);
         expectStatus(await get(`${B}/keeper`), 404, 'NotFound');
 
-        const e1 = JSON.parse(await w.next());
+        const e1 = await nextEvent();
         assert.equal(e1.type, 'MODIFIED');
         assert.equal(e1.object.metadata.resourceVersion, d1.metadata.resourceVersion);
         assert.equal(e1.object.metadata.deletionTimestamp, d1.metadata.deletionTimestamp);
-        const e2 = JSON.parse(await w.next());
+        const e2 = await nextEvent();
         assert.equal(e2.type, 'DELETED', 'the repeated delete and the refused patch emitted nothing');
         assert.equal(e2.object.metadata.name, 'keeper');
         assert.ok(Number(e2.object.metadata.resourceVersion) > Number(d1.metadata.resourceVersion));

@@ -289,7 +289,7 @@ describe('watchServingCert', () => {
       const s = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
         const cn = s.getPeerCertificate().subject.CN;
         s.destroy();
-        resolve(Array.isArray(cn) ? cn.join(',') : cn);
+        resolve(Array.isArray(cn) ? cn.join(",") : (cn ?? ""));
       });
       s.on('error', reject);
     });

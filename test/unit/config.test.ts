@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  ConfigError, IN_CLUSTER_TOKEN_PATH, MAX_BODY_BYTES, OPTIONS, loadConfig, usage,
+  ConfigError, type ConfigProbes, IN_CLUSTER_TOKEN_PATH, MAX_BODY_BYTES, OPTIONS, loadConfig, usage,
 } from '../../src/config.js';
 
 const notInCluster = { fileExists: () => false };
 const tokenPresent = { fileExists: (p: string) => p === IN_CLUSTER_TOKEN_PATH };
 
-function load(argv: string[], env: NodeJS.ProcessEnv = {}, probes = notInCluster) {
+function load(argv: string[], env: NodeJS.ProcessEnv = {}, probes: ConfigProbes = notInCluster) {
   return loadConfig(argv, env, probes);
 }
 

@@ -1,0 +1,283 @@
+// ObjectCache: the sorted current state, the bounded change history (resume, consistent past lists,
+// 410 semantics of k8s.io/apiserver's watch cache) and the per-watcher queues.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubeObject } from '../../src/machinery/types.js';
+import { makeEntry, ObjectCache, objectKey, TooOldError, type CacheWatcher, type ChangeType, type Entry, type WatchItem } from '../../src/storage/objectCache.js';
+
+/** Drives a cache the way a store does: one store-wide counter, each change stamped with the next RV. */
+class Driver {
+  rv = 0;
+  constructor(readonly cache: ObjectCache) {}
+
+  private write(type: ChangeType, ns: string, name: string, labels: Record<string, string> | undefined, spec: unknown): Entry {
+    const key = objectKey(ns, name);
+    const prev = this.cache.get(key);
+    const base: KubeObject = prev?.object ?? { apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { namespace: ns, name } };
+    const rv = ++this.rv;
+    const object: KubeObject = {
+      ...base,
+      metadata: { ...base.metadata, ...(labels ? { labels } : {}), resourceVersion: String(rv) },
+      ...(spec !== undefined ? { spec } : {}),
+    };
+    const entry = makeEntry(key, object, rv);
+    this.cache.apply({ type, rv, entry, prev });
+    return entry;
+  }
+
+  add(ns: string, name: string, labels?: Record<string, string>, spec: unknown = { weight: 1 }) { return this.write('ADDED', ns, name, labels, spec); }
+  modify(ns: string, name: string, labels?: Record<string, string>, spec?: unknown) { return this.write('MODIFIED', ns, name, labels, spec); }
+  remove(ns: string, name: string) { return this.write('DELETED', ns, name, undefined, undefined); }
+}
+
+const keys = (entries: Entry[]) => entries.map((e) => e.key);
+const rvs = (entries: Entry[]) => entries.map((e) => e.rv);
+
+/** What a watcher has ready, without waiting. */
+async function drain(w: CacheWatcher): Promise<WatchItem[]> {
+  const out: WatchItem[] = [];
+  while (w.pending() > 0) {
+    const item = await w.next();
+    if (!item) break;
+    out.push(item);
+  }
+  return out;
+}
+
+const describeItem = (i: WatchItem) => ('entry' in i ? `${i.type} ${i.entry.key}@${i.entry.rv}` : `${i.type}@${i.rv}`);
+
+describe('ObjectCache state', () => {
+  it('keeps entries sorted by key and lists by prefix, after a key, and as of now', () => {
+    const c = new ObjectCache(100);
+    const d = new Driver(c);
+    d.add('b', 'z');
+    d.add('a', 'y');
+    d.add('b', 'a');
+    d.add('ab', 'x');
+    d.add('a', 'a');
+    assert.deepEqual(keys(c.list()), ['a/a', 'a/y', 'ab/x', 'b/a', 'b/z']);
+    assert.deepEqual(keys(c.list({ prefix: 'a/' })), ['a/a', 'a/y'], 'the prefix "a/" does not match namespace "ab"');
+    assert.deepEqual(keys(c.list({ startAfter: 'a/y' })), ['ab/x', 'b/a', 'b/z']);
+    assert.deepEqual(keys(c.list({ prefix: 'b/', startAfter: 'b/a' })), ['b/z']);
+    assert.deepEqual(keys(c.list({ prefix: 'b/', startAfter: 'a/zzz' })), ['b/a', 'b/z'], 'a start before the prefix starts at the prefix');
+    assert.equal(c.size, 5);
+    assert.equal(c.resourceVersion, 5);
+    d.remove('a', 'y');
+    assert.deepEqual(keys(c.list({ prefix: 'a/' })), ['a/a']);
+    assert.equal(c.get('a/y'), undefined);
+    assert.equal(c.size, 4);
+  });
+
+  it('entries carry their JSON once, made at write time', () => {
+    const c = new ObjectCache(10);
+    const e = new Driver(c).add('ns', 'n', { app: 'farm' });
+    assert.equal(e.json, JSON.stringify(e.object));
+    assert.equal(c.get('ns/n'), e);
+    assert.equal(objectKey(undefined, 'cluster-scoped'), 'cluster-scoped');
+  });
+
+  it('refuses a change whose resourceVersion goes backwards; advance() only moves forward', () => {
+    const c = new ObjectCache(10);
+    new Driver(c).add('ns', 'a');
+    assert.throws(() => c.apply({ type: 'ADDED', rv: 0, entry: makeEntry('ns/b', { apiVersion: 'v1', kind: 'X', metadata: {} }, 0) }), /went backwards/);
+    c.advance(7);
+    assert.equal(c.resourceVersion, 7);
+    c.advance(3);
+    assert.equal(c.resourceVersion, 7);
+  });
+});
+
+describe('ObjectCache history', () => {
+  it('compacts to historyLimit once it holds twice that, and reports the oldest resumable RV', () => {
+    const c = new ObjectCache(3);
+    const d = new Driver(c);
+    for (let i = 0; i < 6; i++) d.add('ns', `o${i}`);
+    assert.equal(c.oldestRV, 0, '6 changes = 2 x limit: nothing compacted yet');
+    d.add('ns', 'o6'); // 7 > 6: keep the newest 3 (rv 5..7)
+    assert.equal(c.oldestRV, 4);
+    assert.doesNotThrow(() => c.checkRV(4));
+    assert.throws(() => c.checkRV(3), (e: unknown) => e instanceof TooOldError && e.requested === 3 && e.oldest === 4 && e.message === 'too old resource version: 3 (4)');
+  });
+
+  it('a watch resuming at the oldest RV replays exactly the kept changes; older is TooOldError', async () => {
+    const c = new ObjectCache(3);
+    const d = new Driver(c);
+    for (let i = 0; i < 7; i++) d.add('ns', `o${i}`);
+    const w = c.watch({ fromRV: 4, capacity: 100 });
+    assert.deepEqual((await drain(w)).map(describeItem), ['ADDED ns/o4@5', 'ADDED ns/o5@6', 'ADDED ns/o6@7']);
+    const w6 = c.watch({ fromRV: 6, capacity: 100 });
+    assert.deepEqual((await drain(w6)).map(describeItem), ['ADDED ns/o6@7']);
+    const wNow = c.watch({ fromRV: 7, capacity: 100 });
+    assert.equal(wNow.pending(), 0);
+    assert.throws(() => c.watch({ fromRV: 1, capacity: 100 }), TooOldError);
+    // Live changes follow the replay in order.
+    d.modify('ns', 'o0', { x: 'y' });
+    assert.deepEqual((await drain(w)).map(describeItem), ['MODIFIED ns/o0@8']);
+    assert.deepEqual((await drain(wNow)).map(describeItem), ['MODIFIED ns/o0@8']);
+  });
+
+  it('list({atRV}) rewinds modifications, deletions and additions, within a prefix and after a key', () => {
+    const c = new ObjectCache(100);
+    const d = new Driver(c);
+    const a1 = d.add('ns', 'a');
+    const b1 = d.add('ns', 'b');
+    const c1 = d.add('ns', 'c');
+    d.add('other', 'a');
+    const at = c.resourceVersion; // 4
+    d.modify('ns', 'a', undefined, { weight: 2 });
+    d.modify('ns', 'a', undefined, { weight: 3 });
+    d.remove('ns', 'b');
+    d.add('ns', 'b2');
+    d.remove('ns', 'c');
+    d.add('ns', 'c', undefined, { weight: 9 }); // re-created after the snapshot
+    d.remove('other', 'a');
+
+    assert.deepEqual(c.list({ prefix: 'ns/', atRV: at }), [a1, b1, c1]);
+    assert.deepEqual(keys(c.list({ atRV: at })), ['ns/a', 'ns/b', 'ns/c', 'other/a']);
+    assert.deepEqual(c.list({ prefix: 'ns/', atRV: at, startAfter: 'ns/a' }), [b1, c1]);
+    assert.deepEqual(rvs(c.list({ prefix: 'ns/', atRV: at + 1 })), [5, 2, 3]);
+    // Now and any RV at or after now are the current state.
+    assert.deepEqual(keys(c.list({ prefix: 'ns/' })), ['ns/a', 'ns/b2', 'ns/c']);
+    assert.deepEqual(c.list({ prefix: 'ns/', atRV: c.resourceVersion }), c.list({ prefix: 'ns/' }));
+  });
+
+  it('list({atRV}) older than the kept history is TooOldError', () => {
+    const c = new ObjectCache(2);
+    const d = new Driver(c);
+    for (let i = 0; i < 10; i++) d.modify('ns', 'a', { i: String(i) });
+    assert.ok(c.oldestRV > 1);
+    assert.throws(() => c.list({ atRV: 1 }), TooOldError);
+    assert.doesNotThrow(() => c.list({ atRV: c.oldestRV }));
+  });
+
+  it('reset() replaces the state, restarts history at its RV and closes watchers', async () => {
+    const c = new ObjectCache(10);
+    const d = new Driver(c);
+    d.add('ns', 'a');
+    const w = c.watch({ capacity: 10 });
+    c.reset([makeEntry('ns/z', { apiVersion: 'v1', kind: 'X', metadata: { name: 'z' } }, 40), makeEntry('ns/m', { apiVersion: 'v1', kind: 'X', metadata: { name: 'm' } }, 41)], 50);
+    assert.deepEqual(keys(c.list()), ['ns/m', 'ns/z']);
+    assert.equal(c.resourceVersion, 50);
+    assert.equal(c.oldestRV, 50);
+    assert.equal(w.closedReason, 'closed');
+    assert.equal(await w.next(), undefined);
+    assert.equal(c.watcherCount, 0);
+    assert.throws(() => c.watch({ fromRV: 49, capacity: 10 }), (e: unknown) => e instanceof TooOldError && e.message === 'too old resource version: 49 (50)');
+    assert.equal(c.watch({ fromRV: 50, capacity: 10 }).pending(), 0);
+  });
+});
+
+describe('ObjectCache watchers', () => {
+  it('initialState gives ADDED for each current object (by prefix and selector), then an INITIAL_END marker when asked', async () => {
+    const c = new ObjectCache(10);
+    const d = new Driver(c);
+    d.add('ns', 'b', { app: 'farm' });
+    d.add('ns', 'a', { app: 'farm' });
+    d.add('ns', 'c', { app: 'zoo' });
+    d.add('other', 'a', { app: 'farm' });
+    const w = c.watch({ initialState: true, initialEndMarker: true, prefix: 'ns/', matches: (o) => o.metadata.labels?.app === 'farm', capacity: 10 });
+    assert.deepEqual((await drain(w)).map(describeItem), ['ADDED ns/a@2', 'ADDED ns/b@1', 'INITIAL_END@4']);
+    const plain = c.watch({ initialState: true, capacity: 10 });
+    assert.deepEqual((await drain(plain)).map(describeItem), ['ADDED ns/a@2', 'ADDED ns/b@1', 'ADDED ns/c@3', 'ADDED other/a@4']);
+    const none = c.watch({ capacity: 10 });
+    assert.equal(none.pending(), 0, 'no RV and no initial state: only what happens from now on');
+    d.modify('ns', 'a', { app: 'farm' });
+    assert.deepEqual((await drain(none)).map(describeItem), ['MODIFIED ns/a@5']);
+  });
+
+  it('a selector turns transitions into ADDED / DELETED; leaving is the previous content at the new RV', async () => {
+    const c = new ObjectCache(100);
+    const d = new Driver(c);
+    const inside = d.add('ns', 'x', { app: 'farm' }, { weight: 1 });
+    d.add('ns', 'y', { app: 'zoo' });
+    const w = c.watch({ fromRV: c.resourceVersion, prefix: 'ns/', matches: (o) => o.metadata.labels?.app === 'farm', capacity: 100 });
+
+    const m = d.modify('ns', 'x', undefined, { weight: 2 });     // stays inside: MODIFIED
+    const left = d.modify('ns', 'x', { app: 'zoo' });             // leaves: DELETED (previous content)
+    d.modify('ns', 'x', undefined, { weight: 3 });               // outside: nothing
+    const entered = d.modify('ns', 'y', { app: 'farm' });        // enters: ADDED
+    const gone = d.remove('ns', 'y');                            // deleted while inside: DELETED
+    d.remove('ns', 'x');                                         // deleted while outside: nothing
+    d.add('other', 'q', { app: 'farm' });                        // another prefix: nothing
+
+    const items = await drain(w);
+    assert.deepEqual(items.map(describeItem), [`MODIFIED ns/x@${m.rv}`, `DELETED ns/x@${left.rv}`, `ADDED ns/y@${entered.rv}`, `DELETED ns/y@${gone.rv}`]);
+    const del = items[1] as { entry: Entry };
+    assert.deepEqual(del.entry.object.metadata.labels, { app: 'farm' }, 'the content that matched');
+    assert.deepEqual(del.entry.object.spec, { weight: 2 });
+    assert.equal(del.entry.object.metadata.resourceVersion, String(left.rv));
+    assert.equal(del.entry.json, JSON.stringify(del.entry.object));
+    assert.notEqual(inside.rv, left.rv);
+    // Replaying the same history from an RV gives the same translation.
+    const replay = c.watch({ fromRV: inside.rv + 1, prefix: 'ns/', matches: (o) => o.metadata.labels?.app === 'farm', capacity: 100 });
+    assert.deepEqual((await drain(replay)).map(describeItem), items.map(describeItem));
+  });
+
+  it('next() waits for a change; close() ends the stream after what is queued', async () => {
+    const c = new ObjectCache(10);
+    const d = new Driver(c);
+    const w = c.watch({ capacity: 10 });
+    const pendingNext = w.next();
+    d.add('ns', 'a');
+    const first = await pendingNext;
+    assert.ok(first && 'entry' in first && first.entry.key === 'ns/a');
+    d.add('ns', 'b');
+    w.close();
+    w.close(); // idempotent
+    assert.equal(c.watcherCount, 0);
+    const queued = await w.next();
+    assert.ok(queued && 'entry' in queued && queued.entry.key === 'ns/b', 'a closed (not overflowed) watcher drains what it had');
+    assert.equal(await w.next(), undefined);
+    d.add('ns', 'c');
+    assert.equal(w.pending(), 0, 'no changes after close');
+  });
+
+  it('a watcher whose queue reaches its capacity is closed for overflow and drops what it buffered; others are unaffected', async () => {
+    const c = new ObjectCache(100);
+    const d = new Driver(c);
+    const slow = c.watch({ capacity: 3, fromRV: 0 });
+    const fast = c.watch({ capacity: 3, fromRV: 0 });
+    const seen: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      d.add('ns', `o${i}`);
+      for (const it of await drain(fast)) seen.push(describeItem(it));
+    }
+    assert.equal(slow.closedReason, 'overflow');
+    assert.equal(await slow.next(), undefined);
+    assert.equal(fast.closedReason, undefined);
+    assert.equal(c.watcherCount, 1);
+    assert.deepEqual(seen, Array.from({ length: 10 }, (_, i) => `ADDED ns/o${i}@${i + 1}`));
+  });
+
+  it('a backlog replayed at start does not count against the live capacity', async () => {
+    const c = new ObjectCache(100);
+    const d = new Driver(c);
+    for (let i = 0; i < 20; i++) d.add('ns', `o${i}`);
+    const w = c.watch({ fromRV: 0, capacity: 2 });
+    d.add('ns', 'live');
+    assert.equal(w.closedReason, undefined);
+    assert.equal((await drain(w)).length, 21);
+  });
+
+  it('requestBookmark() queues a BOOKMARK at the current RV behind the changes already queued', async () => {
+    const c = new ObjectCache(10);
+    const d = new Driver(c);
+    const w = c.watch({ capacity: 10 });
+    d.add('ns', 'a');
+    w.requestBookmark();
+    assert.equal(w.pending(), 2);
+    assert.deepEqual((await drain(w)).map(describeItem), ['ADDED ns/a@1', 'BOOKMARK@1']);
+    w.close();
+    w.requestBookmark();
+    assert.equal(w.pending(), 0, 'no bookmark after close');
+  });
+
+  it('closeAllWatchers() ends every watcher', async () => {
+    const c = new ObjectCache(10);
+    const ws = [c.watch({ capacity: 5 }), c.watch({ capacity: 5, prefix: 'x/' })];
+    const waiting = ws.map((w) => w.next());
+    c.closeAllWatchers();
+    assert.deepEqual(await Promise.all(waiting), [undefined, undefined]);
+    assert.equal(c.watcherCount, 0);
+  });
+});
