@@ -168,6 +168,8 @@ export class FarmPodSource implements Provider {
 
   private track(pod: Pod): string {
     const key = objectKey(pod.metadata?.namespace, pod.metadata?.name ?? '');
+    // Kept raw (no field lost) to re-enrich on llama edits; managedFields is most of a Pod's bytes and never read.
+    if (pod.metadata && 'managedFields' in pod.metadata) delete (pod.metadata as Record<string, unknown>).managedFields;
     this.pods.set(key, pod);
     const llama = pod.metadata?.labels?.[LLAMA_LABEL];
     if (llama) {

@@ -44,9 +44,10 @@ export class MemoryStore implements Provider {
     if (rv && rv !== String(current.rv)) {
       throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
     }
-    // Removing the last finalizer of an object being deleted completes the deletion.
+    // Removing the last finalizer of an object being deleted completes the deletion; like
+    // upstream's deleteWithoutFinalizers, what is deleted (and reported) is the last stored state.
     if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) {
-      return { entry: this.commit('DELETED', key, next, current, ctx), created: false };
+      return { entry: this.commit('DELETED', key, current.object, current, ctx), created: false };
     }
     // etcd3 GuaranteedUpdate: an update that changes nothing is not written (same resourceVersion, no event).
     if (sameObject(next, current.object)) return { entry: current, created: false };

@@ -87,11 +87,21 @@ export class Reflector {
     }
   }
 
+  /** Pages of 500 like client-go's pager, so a large first sync is many short requests. */
   private async list(): Promise<void> {
-    const res = await this.upstream.request<{ items?: RawObject[]; metadata?: { resourceVersion?: string } }>(this.opts.purpose, 'GET', this.opts.path);
-    if (res.status !== 200 || !res.body) throw new UpstreamError(res.status, `list ${this.opts.path}: HTTP ${res.status}: ${res.text.slice(0, 300)}`);
-    this.rv = res.body.metadata?.resourceVersion ?? '';
-    this.handlers.replace(res.body.items ?? [], this.rv);
+    const items: RawObject[] = [];
+    let cont = '';
+    let rv = '';
+    do {
+      const page = `${this.opts.path}${this.sep()}limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
+      const res = await this.upstream.request<{ items?: RawObject[]; metadata?: { resourceVersion?: string; continue?: string } }>(this.opts.purpose, 'GET', page, undefined, 60_000);
+      if (res.status !== 200 || !res.body) throw new UpstreamError(res.status, `list ${this.opts.path}: HTTP ${res.status}: ${res.text.slice(0, 300)}`);
+      for (const item of res.body.items ?? []) items.push(item);
+      rv = res.body.metadata?.resourceVersion ?? rv;
+      cont = res.body.metadata?.continue ?? '';
+    } while (cont);
+    this.rv = rv;
+    this.handlers.replace(items, this.rv);
     this.syncedNow = true;
     this.lastErrorText = undefined;
     this.resolveFirstSync();
