@@ -185,7 +185,11 @@ export class FarmPodSource implements Provider {
     const pod = this.pods.get(key);
     this.pods.delete(key);
     const llama = pod?.metadata?.labels?.[LLAMA_LABEL];
-    if (llama) this.byLlama.get(objectKey(pod?.metadata?.namespace, llama))?.delete(key);
+    if (!llama) return;
+    const lk = objectKey(pod?.metadata?.namespace, llama);
+    const set = this.byLlama.get(lk);
+    // Drop emptied sets: llama names come and go with Pods, the index must not keep them all.
+    if (set?.delete(key) && set.size === 0) this.byLlama.delete(lk);
   }
 }
 
