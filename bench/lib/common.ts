@@ -78,8 +78,10 @@ export class Child {
 
   /** Forks bench/<script> with tsx and waits for its {type:'ready'} message. */
   static async start(script: string, args: string[] = [], opts: { execArgv?: string[]; silent?: boolean } = {}): Promise<Child> {
+    // BENCH_CPU_PROF=<dir>: CPU profiles of the server processes (read them with Chrome DevTools).
+    const prof = process.env.BENCH_CPU_PROF && script === 'procs/farmServer.ts' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     const proc = fork(join(BENCH_DIR, script), args, {
-      execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
+      execArgv: ['--import', 'tsx', ...prof, ...(opts.execArgv ?? [])],
       cwd: REPO_DIR,
       stdio: ['ignore', opts.silent ? 'ignore' : 'inherit', 'inherit', 'ipc'],
     });

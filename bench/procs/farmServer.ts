@@ -58,3 +58,5 @@ serveIpc({
   watchers: () => llamas.provider.cache.watcherCount,
   rv: () => llamas.provider.cache.resourceVersion,
 }, { port });
+// Exit through process.exit so that --cpu-prof (when profiling this process) writes its profile.
+process.on('SIGTERM', () => process.exit(0));

@@ -12,7 +12,11 @@ interface RunArgs {
 }
 
 export interface RunResult {
-  requests: number; rps: number; responseBytes: number; errors: number; firstError?: string;
+  /** Completed in the measured window. */
+  requests: number;
+  /** Completed from the first request to the end, warm-up included (to divide the server's CPU time by). */
+  totalRequests: number;
+  rps: number; responseBytes: number; errors: number; firstError?: string;
   latencyMs: { p50: number; p99: number }; clientCpuPct: number; durationMs: number;
 }
 
@@ -101,7 +105,7 @@ class Conn {
           break;
         }
       }
-      if (this.state === 'head' && this.buf.length === 0) return;
+      if ((this.state as string) === 'head' && this.buf.length === 0) return;
     }
   }
 
@@ -115,6 +119,7 @@ class Generator {
   running = true;
   measuring = false;
   count = 0;
+  total = 0;
   errors = 0;
   firstError: string | undefined;
   expectedSize = -1;
@@ -131,6 +136,7 @@ class Generator {
     if (status !== 200) this.fail(`status ${status}`);
     else if (this.expectedSize < 0) this.expectedSize = size;
     else if (size !== this.expectedSize) this.fail(`response size ${size} != ${this.expectedSize}`);
+    this.total++;
     if (this.measuring) { this.count++; this.latencies.push(latency); }
     if (this.running) c.send();
   }
@@ -158,7 +164,7 @@ async function run(a: RunArgs): Promise<RunResult> {
   for (const c of conns) c.destroy();
   const lat = Float64Array.from(g.latencies).sort();
   return {
-    requests: g.count, rps: (g.count * 1000) / elapsed, responseBytes: g.expectedSize, errors: g.errors, firstError: g.firstError,
+    requests: g.count, totalRequests: g.total, rps: (g.count * 1000) / elapsed, responseBytes: g.expectedSize, errors: g.errors, firstError: g.firstError,
     latencyMs: { p50: percentile(lat, 50), p99: percentile(lat, 99) }, clientCpuPct: (100 * cpu) / elapsed, durationMs: elapsed,
   };
 }

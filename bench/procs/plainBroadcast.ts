@@ -2,7 +2,8 @@
 // every GET /watch response open and writes each line POSTed to /publish to all of them, then
 // acknowledges the POST: the least a server can do to fan the same bytes out over the same streams.
 import { readFileSync } from 'node:fs';
-import { createServer, type ServerResponse } from 'node:https';
+import type { ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
 import { join } from 'node:path';
 import { cpuTotalMs, serveIpc } from '../lib/common.js';
 

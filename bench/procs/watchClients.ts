@@ -2,12 +2,13 @@
 // stamped with its arrival time; at the end the parent hands over what was written (rv, sent, ack)
 // and gets back latencies and lost / duplicated / out-of-order counts.
 import { readFileSync } from 'node:fs';
-import { request, type ClientRequest } from 'node:https';
+import type { ClientRequest } from 'node:http';
+import { request } from 'node:https';
 import { nowMs, serveIpc, sleep } from '../lib/common.js';
 
 interface Stream { req: ClientRequest; buf: string; rvs: number[]; at: number[]; errors: number; ended: boolean; lastRv: number }
 
-const streams: Stream[] = [];
+const groups = new Map<string, Stream[]>();
 let firstError: string | undefined;
 const rvRe = /"resourceVersion":"(\d+)"/;
 
@@ -23,7 +24,7 @@ function onLine(s: Stream, line: string, at: number): void {
   s.lastRv = rv;
 }
 
-function open(port: number, path: string, headers: Record<string, string>, ca: Buffer): Promise<void> {
+function open(streams: Stream[], port: number, path: string, headers: Record<string, string>, ca: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
     const s: Stream = { req: undefined as never, buf: '', rvs: [], at: [], errors: 0, ended: false, lastRv: 0 };
     s.req = request({ host: '127.0.0.1', port, path, headers, ca, servername: 'localhost', agent: false }, (res) => {
@@ -41,7 +42,7 @@ function open(port: number, path: string, headers: Record<string, string>, ca: B
       streams.push(s);
       resolve();
     });
-    s.req.on('error', (e) => { s.ended = true; firstError ??= e.message; reject(e); });
+    s.req.on('error', (e: Error) => { s.ended = true; firstError ??= e.message; reject(e); });
     s.req.end();
   });
 }
@@ -49,15 +50,19 @@ function open(port: number, path: string, headers: Record<string, string>, ca: B
 interface Written { rv: number; sentMs: number; ackMs: number }
 
 serveIpc({
-  async open({ port, path, headers, count, caFile, batch = 50 }: { port: number; path: string; headers: Record<string, string>; count: number; caFile: string; batch?: number }) {
+  /** Opens `count` streams of the named group, `batch` handshakes at a time. */
+  async open({ group, port, path, headers, count, caFile, batch = 50 }: { group: string; port: number; path: string; headers: Record<string, string>; count: number; caFile: string; batch?: number }) {
     const ca = readFileSync(caFile);
+    const streams = groups.get(group) ?? [];
+    groups.set(group, streams);
     for (let i = 0; i < count; i += batch) {
-      await Promise.all(Array.from({ length: Math.min(batch, count - i) }, () => open(port, path, headers, ca)));
+      await Promise.all(Array.from({ length: Math.min(batch, count - i) }, () => open(streams, port, path, headers, ca)));
     }
     return streams.length;
   },
   /** Waits until every stream saw `lastRv` (or the timeout), then scores what arrived against `written`. */
-  async collect({ written, timeoutMs }: { written: Written[]; timeoutMs: number }) {
+  async collect({ group, written, timeoutMs }: { group: string; written: Written[]; timeoutMs: number }) {
+    const streams = groups.get(group) ?? [];
     const lastRv = written[written.length - 1]?.rv ?? 0;
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline && streams.some((s) => !s.ended && s.lastRv < lastRv)) await sleep(20);
@@ -85,8 +90,13 @@ serveIpc({
     }
     return { streams: streams.length, events: fromAck.length, lost, duplicated, outOfOrder, unexpected, errors, endedEarly, firstError, fromAck, fromSent };
   },
+  /** Forgets what the group's streams received so far (after warm-up writes). */
+  reset({ group }: { group: string }) {
+    for (const s of groups.get(group) ?? []) { s.rvs = []; s.at = []; s.lastRv = 0; }
+    return true;
+  },
   close() {
-    for (const s of streams.splice(0)) s.req.destroy();
+    for (const streams of groups.values()) for (const s of streams.splice(0)) s.req.destroy();
     return true;
   },
 });

@@ -11,7 +11,7 @@ const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 interface Target { path: string; accept: string }
 interface Pair { bench: string; ours: Target; peer: Target; connections: number }
 
-interface Measured extends RunResult { serverCpuPct: number }
+interface Measured extends RunResult { serverCpuPct: number; serverCpuUsPerRequest: number }
 
 async function measure(srv: Child, lg: Child, ctx: Ctx, t: Target, connections: number, warmupMs: number, durationMs: number): Promise<Measured> {
   const c0 = await srv.call<number>('cpu');
@@ -23,7 +23,7 @@ async function measure(srv: Child, lg: Child, ctx: Ctx, t: Target, connections: 
   const wall = performance.now() - t0;
   const c1 = await srv.call<number>('cpu');
   if (r.errors) throw new Error(`${t.path}: ${r.errors} errors, first: ${r.firstError}`);
-  return { ...r, serverCpuPct: (100 * (c1 - c0)) / wall };
+  return { ...r, serverCpuPct: (100 * (c1 - c0)) / wall, serverCpuUsPerRequest: (1000 * (c1 - c0)) / r.totalRequests };
 }
 
 /** Runs ours and the peer alternately (ABBA…) for `rounds` rounds; the ratio is the median of per-round ratios. */
@@ -31,6 +31,9 @@ async function comparePair(srv: Child, lg: Child, ctx: Ctx, p: Pair, rounds: num
   const ours: Measured[] = [];
   const peer: Measured[] = [];
   const ratios: number[] = [];
+  const cpuRatios: number[] = [];
+  // Untimed first: the first seconds of a route run colder code (JIT) and would bias round 1.
+  for (const t of [p.ours, p.peer]) await measure(srv, lg, ctx, t, p.connections, 0, warmupMs * 3);
   for (let r = 0; r < rounds; r++) {
     const order: ['ours' | 'peer', Target][] = r % 2 === 0 ? [['ours', p.ours], ['peer', p.peer]] : [['peer', p.peer], ['ours', p.ours]];
     const got: Record<string, Measured> = {};
@@ -38,15 +41,16 @@ async function comparePair(srv: Child, lg: Child, ctx: Ctx, p: Pair, rounds: num
     ours.push(got.ours);
     peer.push(got.peer);
     ratios.push(got.ours.rps / got.peer.rps);
+    cpuRatios.push(got.ours.serverCpuUsPerRequest / got.peer.serverCpuUsPerRequest);
     ctx.log(`  ${p.bench} round ${r + 1}: ${got.ours.rps.toFixed(0)} vs ${got.peer.rps.toFixed(0)} req/s (server CPU ${got.ours.serverCpuPct.toFixed(0)}% / ${got.peer.serverCpuPct.toFixed(0)}%, client CPU ${got.ours.clientCpuPct.toFixed(0)}% / ${got.peer.clientCpuPct.toFixed(0)}%)`);
   }
-  return { ours, peer, ratio: median(ratios), ratios };
+  return { ours, peer, ratio: median(ratios), ratios, cpuRatio: median(cpuRatios), cpuRatios };
 }
 
 export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
-  const rounds = ctx.quick ? 1 : 3;
-  const warmupMs = ctx.quick ? 500 : 1000;
-  const durationMs = ctx.quick ? 1500 : 3000;
+  const rounds = ctx.quick ? 2 : 5;
+  const warmupMs = ctx.quick ? 300 : 500;
+  const durationMs = ctx.quick ? 1000 : 2000;
   const rows: Row[] = [];
   const detail: Record<string, unknown> = { rounds, warmupMs, durationMs };
 
@@ -79,6 +83,11 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
         reading: 'ours/static; 1.0 = no cost beyond fastify+TLS+auth hook, lower is slower',
         note: `${bytes} B/response, ${p.connections} keep-alive conns; p50 latency ${median(c.ours.map((m) => m.latencyMs.p50)).toFixed(2)} vs ${median(c.peer.map((m) => m.latencyMs.p50)).toFixed(2)} ms`,
       });
+      rows.push({
+        bench: p.bench, metric: 'server CPU per request', unit: 'µs',
+        ours: median(c.ours.map((m) => m.serverCpuUsPerRequest)), peer: median(c.peer.map((m) => m.serverCpuUsPerRequest)), ratio: c.cpuRatio,
+        reading: 'ours/static; higher is costlier (steadier than req/s on a busy machine)',
+      });
       detail[p.bench] = c;
     }
   } finally {
@@ -98,6 +107,7 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
       const info: Measured[] = [];
       const silent: Measured[] = [];
       const ratios: number[] = [];
+      for (const s of [srvInfo, srvSilent]) await measure(s, lg2, ctx, t, 16, 0, warmupMs * 3);
       for (let r = 0; r < rounds; r++) {
         const a = r % 2 === 0;
         const first = await measure(a ? srvInfo : srvSilent, lg2, ctx, t, 16, warmupMs, durationMs);

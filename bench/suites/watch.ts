@@ -47,111 +47,145 @@ async function steadyWrites(count: number, rate: number, write: (i: number, sent
   return { written, achievedRate: ((count - 1) * 1000) / span };
 }
 
+interface Side {
+  name: 'ours' | 'peer';
+  server: Child;
+  watchPath: string;
+  write: (i: number, sentMs: number) => Promise<number>;
+  written: Written[];
+  cpuMs: number;
+  connectMs: number;
+}
+
 interface FanoutResult {
-  connectMs: number; writes: number; achievedRate: number; serverCpuMsPerEvent: number; writeAckMs: { p50: number; p99: number };
+  connectMs: number; writes: number; serverCpuMsPerEvent: number; writeAckMs: { p50: number; p99: number };
   fromAck: { p50: number; p99: number; max: number }; fromSent: { p50: number; p99: number; max: number };
   events: number; expectedEvents: number; lost: number; duplicated: number; outOfOrder: number; unexpected: number; errors: number; endedEarly: number; firstError?: string;
 }
 
-async function fanout(ctx: Ctx, server: Child, watchPath: string, watchers: number, procs: number, writes: number, rate: number,
-  write: (i: number, sentMs: number) => Promise<number>): Promise<FanoutResult> {
-  const clients = await Promise.all(Array.from({ length: procs }, () => Child.start('procs/watchClients.ts')));
-  try {
-    const t0 = nowMs();
-    const per = Math.ceil(watchers / procs);
-    await Promise.all(clients.map((c, i) => c.call('open', {
-      port: server.info.port, path: watchPath, caFile: join(ctx.certDir, 'ca.crt'), count: Math.min(per, watchers - i * per),
-      headers: { authorization: `Bearer ${ctx.token}`, accept: 'application/json', 'user-agent': 'farm-bench' },
-    })));
-    for (let i = 0; i < 100 && (await server.call<number>('watchers')) < watchers; i++) await sleep(50);
-    const registered = await server.call<number>('watchers');
-    if (registered < watchers) throw new Error(`only ${registered}/${watchers} watchers registered`);
-    const connectMs = nowMs() - t0;
-    await sleep(200);
-    const c0 = await server.call<number>('cpu');
-    const { written, achievedRate } = await steadyWrites(writes, rate, write);
-    const got = await Promise.all(clients.map((c) => c.call<Collected>('collect', { written, timeoutMs: 15_000 })));
-    const c1 = await server.call<number>('cpu');
-    const fromAck = Float64Array.from(got.flatMap((g) => g.fromAck)).sort();
-    const fromSent = Float64Array.from(got.flatMap((g) => g.fromSent)).sort();
-    const ack = Float64Array.from(written.map((w) => w.ackMs - w.sentMs)).sort();
-    const sum = (k: keyof Collected) => got.reduce((a, g) => a + (g[k] as number), 0);
-    return {
-      connectMs, writes, achievedRate,
-      serverCpuMsPerEvent: (c1 - c0) / writes,
-      writeAckMs: { p50: percentile(ack, 50), p99: percentile(ack, 99) },
-      fromAck: { p50: percentile(fromAck, 50), p99: percentile(fromAck, 99), max: fromAck[fromAck.length - 1] },
-      fromSent: { p50: percentile(fromSent, 50), p99: percentile(fromSent, 99), max: fromSent[fromSent.length - 1] },
-      events: sum('events'), expectedEvents: writes * watchers,
-      lost: sum('lost'), duplicated: sum('duplicated'), outOfOrder: sum('outOfOrder'), unexpected: sum('unexpected'),
-      errors: sum('errors'), endedEarly: sum('endedEarly'), firstError: got.find((g) => g.firstError)?.firstError,
-    };
-  } finally {
-    await Promise.all(clients.map(async (c) => { await c.call('close').catch(() => {}); await c.stop(); }));
-  }
+async function openWatchers(ctx: Ctx, clients: Child[], side: Side, watchers: number): Promise<void> {
+  const t0 = nowMs();
+  const per = Math.ceil(watchers / clients.length);
+  await Promise.all(clients.map((c, i) => c.call('open', {
+    group: side.name, port: side.server.info.port, path: side.watchPath, caFile: join(ctx.certDir, 'ca.crt'), count: Math.min(per, watchers - i * per),
+    headers: { authorization: `Bearer ${ctx.token}`, accept: 'application/json', 'user-agent': 'farm-bench' },
+  })));
+  for (let i = 0; i < 100 && (await side.server.call<number>('watchers')) < watchers; i++) await sleep(50);
+  const registered = await side.server.call<number>('watchers');
+  if (registered < watchers) throw new Error(`${side.name}: only ${registered}/${watchers} watchers registered`);
+  side.connectMs = nowMs() - t0;
 }
 
+async function segment(side: Side, offset: number, count: number, rate: number): Promise<void> {
+  const c0 = await side.server.call<number>('cpu');
+  const { written } = await steadyWrites(count, rate, (i, sentMs) => side.write(offset + i, sentMs));
+  side.cpuMs += (await side.server.call<number>('cpu')) - c0;
+  side.written.push(...written);
+}
+
+async function score(clients: Child[], side: Side, watchers: number): Promise<FanoutResult> {
+  const got = await Promise.all(clients.map((c) => c.call<Collected>('collect', { group: side.name, written: side.written, timeoutMs: 15_000 })));
+  const fromAck = Float64Array.from(got.flatMap((g) => g.fromAck)).sort();
+  const fromSent = Float64Array.from(got.flatMap((g) => g.fromSent)).sort();
+  const ack = Float64Array.from(side.written.map((w) => w.ackMs - w.sentMs)).sort();
+  const sum = (k: keyof Collected) => got.reduce((a, g) => a + (g[k] as number), 0);
+  const writes = side.written.length;
+  return {
+    connectMs: side.connectMs, writes,
+    serverCpuMsPerEvent: side.cpuMs / writes,
+    writeAckMs: { p50: percentile(ack, 50), p99: percentile(ack, 99) },
+    fromAck: { p50: percentile(fromAck, 50), p99: percentile(fromAck, 99), max: fromAck[fromAck.length - 1] },
+    fromSent: { p50: percentile(fromSent, 50), p99: percentile(fromSent, 99), max: fromSent[fromSent.length - 1] },
+    events: sum('events'), expectedEvents: writes * watchers,
+    lost: sum('lost'), duplicated: sum('duplicated'), outOfOrder: sum('outOfOrder'), unexpected: sum('unexpected'),
+    errors: sum('errors'), endedEarly: sum('endedEarly'), firstError: got.find((g) => g.firstError)?.firstError,
+  };
+}
+
+/**
+ * Both servers run side by side with their watchers connected; the writes alternate between them in
+ * segments (ours, peer, peer, ours, …) so that both see the same background noise.
+ */
 export async function watchSuite(ctx: Ctx): Promise<SuiteResult> {
-  const watchers = 1000;
-  const procs = 2;
-  const writes = ctx.quick ? 60 : 200;
-  const rate = 20;
+  const watchers = ctx.quick ? 300 : 1000;
+  const clientProcs = 2;
+  // 10 updates/s × 1000 watchers = 10,000 event lines/s: the server stays below saturation on 2 cores.
+  const rate = 10;
+  const segments = ctx.quick ? 1 : 4;
+  const perSegment = ctx.quick ? 30 : 50;
   const ca = readFileSync(join(ctx.certDir, 'ca.crt'));
   const auth = { authorization: `Bearer ${ctx.token}`, 'user-agent': 'farm-bench' };
 
-  // Ours: PATCH (merge patch) one llama; the watch event carries the send time in an annotation.
   const farm = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir]);
-  let ours: FanoutResult;
-  let template: Record<string, any>;
+  const plain = await Child.start('procs/plainBroadcast.ts', [ctx.certDir]);
+  const clients: Child[] = [];
+  const agents = [new Agent({ keepAlive: true, maxSockets: 1 }), new Agent({ keepAlive: true, maxSockets: 1 })];
   try {
+    // Ours: merge-PATCH one llama; the event carries the send time in an annotation.
     const rv0 = await farm.call<number>('seed', { namespace: 'bench-watch', count: 1 });
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const port = farm.info.port as number;
+    let template: Record<string, any> = {};
     const patch = async (_i: number, sentMs: number) => {
       const body = JSON.stringify({ metadata: { annotations: { 'bench/sent': sentMs.toFixed(3) } } });
-      const r = await call(agent, ca, port, 'PATCH', LLAMA, { ...auth, 'content-type': 'application/merge-patch+json', accept: 'application/json' }, body);
+      const r = await call(agents[0], ca, farm.info.port, 'PATCH', LLAMA, { ...auth, 'content-type': 'application/merge-patch+json', accept: 'application/json' }, body);
       if (r.status !== 200) throw new Error(`PATCH: ${r.status} ${r.body.slice(0, 300)}`);
       template = JSON.parse(r.body);
       return Number(template.metadata.resourceVersion);
     };
-    await patch(0, nowMs()); // warm the write path; watches start after it
-    ctx.log(`watch fan-out (ours): ${watchers} watchers, ${writes} updates at ${rate}/s`);
-    ours = await fanout(ctx, farm, `${API}/namespaces/bench-watch/llamas?watch=1&resourceVersion=${rv0 + 1}`, watchers, procs, writes, rate, patch);
-    agent.destroy();
-  } finally {
-    await farm.stop();
-  }
-
-  // Peer: the same lines (the PATCHed object with this write's rv and send time) through a plain broadcaster.
-  const plain = await Child.start('procs/plainBroadcast.ts', [ctx.certDir]);
-  let peer: FanoutResult;
-  try {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const port = plain.info.port as number;
-    const publish = async (i: number, sentMs: number) => {
-      const rv = 1000 + i;
-      const obj = { ...template!, metadata: { ...template!.metadata, resourceVersion: String(rv), annotations: { ...template!.metadata.annotations, 'bench/sent': sentMs.toFixed(3) } } };
-      const r = await call(agent, ca, port, 'POST', '/publish', { ...auth, 'content-type': 'application/json' }, `{"type":"MODIFIED","object":${JSON.stringify(obj)}}\n`);
+    await patch(0, nowMs()); // warms the write path and gives the peer its bytes; watches start after it
+    // Peer: the same line (the PATCHed object with this write's rv and send time), POSTed to the broadcaster.
+    let peerRv = 1000;
+    const publish = async (_i: number, sentMs: number) => {
+      const rv = ++peerRv;
+      const obj = { ...template, metadata: { ...template.metadata, resourceVersion: String(rv), annotations: { ...template.metadata.annotations, 'bench/sent': sentMs.toFixed(3) } } };
+      const r = await call(agents[1], ca, plain.info.port, 'POST', '/publish', { ...auth, 'content-type': 'application/json' }, `{"type":"MODIFIED","object":${JSON.stringify(obj)}}\n`);
       if (r.status !== 200) throw new Error(`publish: ${r.status}`);
       return rv;
     };
-    ctx.log(`watch fan-out (peer): plain node:https broadcaster`);
-    peer = await fanout(ctx, plain, '/watch', watchers, procs, writes, rate, publish);
-    agent.destroy();
+    const ours: Side = { name: 'ours', server: farm, watchPath: `${API}/namespaces/bench-watch/llamas?watch=1&resourceVersion=${rv0 + 1}`, write: patch, written: [], cpuMs: 0, connectMs: 0 };
+    const peer: Side = { name: 'peer', server: plain, watchPath: '/watch', write: publish, written: [], cpuMs: 0, connectMs: 0 };
+
+    clients.push(...await Promise.all(Array.from({ length: clientProcs }, () => Child.start('procs/watchClients.ts'))));
+    ctx.log(`watch fan-out: ${watchers} watchers on each server, ${segments * perSegment} updates each at ${rate}/s in ${segments * 2} alternating segments`);
+    await openWatchers(ctx, clients, ours, watchers);
+    await openWatchers(ctx, clients, peer, watchers);
+    // Warm-up writes on both sides (JIT, TLS buffers), then the clients forget them.
+    for (const side of [ours, peer]) {
+      await steadyWrites(10, 20, (i, sentMs) => side.write(i, sentMs));
+      await sleep(300);
+      await Promise.all(clients.map((c) => c.call('reset', { group: side.name })));
+    }
+    for (let s = 0; s < segments; s++) {
+      const order = s % 2 === 0 ? [ours, peer] : [peer, ours];
+      for (const side of order) {
+        await segment(side, side.written.length, perSegment, rate);
+        await sleep(200); // let the fan-out drain before the other server writes
+      }
+      ctx.log(`  segment ${s + 1}/${segments} done`);
+    }
+    const o = await score(clients, ours, watchers);
+    const p = await score(clients, peer, watchers);
+    return report(watchers, clientProcs, rate, o, p);
   } finally {
+    for (const a of agents) a.destroy();
+    await Promise.all(clients.map(async (c) => { await c.call('close').catch(() => {}); await c.stop(); }));
+    await farm.stop();
     await plain.stop();
   }
+}
 
+function report(watchers: number, clientProcs: number, rate: number, ours: FanoutResult, peer: FanoutResult): SuiteResult {
   const bench = `Watch fan-out, ${watchers} watchers`;
-  const note = `${writes} updates at ${rate}/s; lost/dup/out-of-order ours ${ours.lost}/${ours.duplicated}/${ours.outOfOrder}, peer ${peer.lost}/${peer.duplicated}/${peer.outOfOrder}`;
+  const note = `${ours.writes} updates at ${rate}/s; events received ${ours.events}/${ours.expectedEvents} vs ${peer.events}/${peer.expectedEvents}; lost/dup/out-of-order ours ${ours.lost}/${ours.duplicated}/${ours.outOfOrder}, peer ${peer.lost}/${peer.duplicated}/${peer.outOfOrder}`;
   const rows: Row[] = [
-    { bench, metric: 'p50 latency, write ack → event received', unit: 'ms', ours: ours.fromAck.p50, peer: peer.fromAck.p50, ratio: ours.fromAck.p50 / peer.fromAck.p50, reading: 'ours/plain; higher is slower (can be < 0: events go out before the ack)', note },
+    { bench, metric: 'p50 latency, write ack → event received', unit: 'ms', ours: ours.fromAck.p50, peer: peer.fromAck.p50, ratio: ours.fromAck.p50 / peer.fromAck.p50, reading: 'ours/plain; higher is slower', note },
     { bench, metric: 'p99 latency, write ack → event received', unit: 'ms', ours: ours.fromAck.p99, peer: peer.fromAck.p99, ratio: ours.fromAck.p99 / peer.fromAck.p99, reading: 'ours/plain; higher is slower' },
     { bench, metric: 'p50 latency, write sent → event received', unit: 'ms', ours: ours.fromSent.p50, peer: peer.fromSent.p50, ratio: ours.fromSent.p50 / peer.fromSent.p50, reading: 'ours/plain; higher is slower' },
     { bench, metric: 'p99 latency, write sent → event received', unit: 'ms', ours: ours.fromSent.p99, peer: peer.fromSent.p99, ratio: ours.fromSent.p99 / peer.fromSent.p99, reading: 'ours/plain; higher is slower' },
-    { bench, metric: 'server CPU per update (all watchers)', unit: 'ms', ours: ours.serverCpuMsPerEvent, peer: peer.serverCpuMsPerEvent, ratio: ours.serverCpuMsPerEvent / peer.serverCpuMsPerEvent, reading: 'ours/plain; higher is costlier', note: 'ours includes handling the PATCH itself' },
+    { bench, metric: 'server CPU per update (all watchers)', unit: 'ms', ours: ours.serverCpuMsPerEvent, peer: peer.serverCpuMsPerEvent, ratio: ours.serverCpuMsPerEvent / peer.serverCpuMsPerEvent, reading: 'ours/plain; higher is costlier', note: 'ours includes serving the PATCH itself' },
   ];
   const bad = ['lost', 'duplicated', 'outOfOrder', 'unexpected', 'errors', 'endedEarly'] as const;
   const failures = bad.filter((k) => ours[k] !== 0 || peer[k] !== 0).map((k) => `${k}: ours ${ours[k]}, peer ${peer[k]}`);
-  return { rows, detail: { watchers, clientProcesses: procs, writes, rate, ours, peer, failures } };
+  if (ours.events !== ours.expectedEvents) failures.push(`ours: ${ours.events}/${ours.expectedEvents} events scored`);
+  if (peer.events !== peer.expectedEvents) failures.push(`peer: ${peer.events}/${peer.expectedEvents} events scored`);
+  return { rows, detail: { watchers, clientProcesses: clientProcs, rate, ours, peer, failures } };
 }
