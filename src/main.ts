@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const token = config.standalone ? await ensureToken(config.certDir) : '';
   const metrics = createMetrics();
   const upstream = config.standalone && !config.kubeconfig ? undefined
-    : Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster, onCall: (purpose) => metrics.upstreamRequests.inc({ purpose }) });
+    : await Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster, onCall: (purpose) => metrics.upstreamRequests.inc({ purpose }) });
 
   let shuttingDown = false;
   const reflectors: Reflector[] = [];

@@ -60,7 +60,20 @@ const daysIn = (year: number, month: number) => new Date(Date.UTC(year, month, 0
  * metav1.Time.UnmarshalQueryParameter: Go's time.Parse(time.RFC3339, s) as epoch milliseconds.
  * "" and "null" are the zero time (returned as null); anything unparsable is undefined.
  */
+const parsed = new Map<string, number | null | undefined>();
+
+/** Memoized: every Table row's Age parses its object's creationTimestamp again. */
 export function parseRFC3339(s: string): number | null | undefined {
+  let t = parsed.get(s);
+  if (t === undefined && !parsed.has(s)) {
+    if (parsed.size >= 50_000) parsed.clear();
+    t = parseRFC3339Uncached(s);
+    parsed.set(s, t);
+  }
+  return t;
+}
+
+function parseRFC3339Uncached(s: string): number | null | undefined {
   if (s === '' || s === 'null') return null;
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:(Z)|([+-])(\d{2}):(\d{2}))$/.exec(s);
   if (!m) return undefined;

@@ -11,8 +11,13 @@ export function parseIncludeObject(v: string | undefined): IncludeObject {
   throw new ApiError(400, 'BadRequest', `unable to convert to Table as requested: includeObject=${v} is not supported; supported values are None, Metadata, Object`);
 }
 
+// Stored objects are immutable, so their metadata JSON can be made once per object.
+const metadataJson = new WeakMap<KubeObject, string>();
+
 export function partialObjectMetadata(obj: KubeObject, version: 'v1' | 'v1beta1'): string {
-  return `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(obj.metadata)}}`;
+  let meta = metadataJson.get(obj);
+  if (meta === undefined) metadataJson.set(obj, (meta = JSON.stringify(obj.metadata)));
+  return `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/${version}","metadata":${meta}}`;
 }
 
 export function partialObjectMetadataList(objs: KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): string {

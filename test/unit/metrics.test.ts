@@ -94,7 +94,7 @@ describe('metrics', () => {
 
   it('Upstream reports every call to onCall, which feeds farm_upstream_requests_total{purpose}', async () => {
     const m = createMetrics({ defaultMetrics: false });
-    const up = Upstream.load({ kubeconfig: ts.kubeconfig, inCluster: false, onCall: (purpose) => m.upstreamRequests.inc({ purpose }) });
+    const up = await Upstream.load({ kubeconfig: ts.kubeconfig, inCluster: false, onCall: (purpose) => m.upstreamRequests.inc({ purpose }) });
     for (let i = 0; i < 2; i++) assert.equal((await up.request('probe', 'GET', '/apis/farm.example.com/v1alpha/namespaces/default/llamas')).status, 200);
     await createLlama('upstream-watched'); // the watch below stops at its first (initial) event
     const ac = new AbortController();
