@@ -1,6 +1,7 @@
 // Current objects + a bounded history of changes + watcher fan-out: the read side that both the
 // stored resources (Llama) and cached upstream resources (FarmPod) serve list and watch from.
 import type { KubeObject } from '../machinery/types.js';
+import { SortedKeys } from './sortedKeys.js';
 
 export interface Entry {
   readonly key: string;
@@ -149,7 +150,7 @@ function restamp(e: Entry, rv: number): Entry {
 
 export class ObjectCache {
   private readonly objects = new Map<string, Entry>();
-  private readonly keys: string[] = [];
+  private readonly keys = new SortedKeys();
   private history: Change[] = [];
   private readonly watchers = new Set<CacheWatcher>();
   private readonly listeners = new Set<(c: Change) => void>();
@@ -197,9 +198,8 @@ export class ObjectCache {
    */
   reset(entries: Entry[], rv: number): void {
     this.objects.clear();
-    this.keys.length = 0;
     for (const e of entries) this.objects.set(e.key, e);
-    for (const k of [...this.objects.keys()].sort()) this.keys.push(k); // no spread: 100k+ keys
+    this.keys.reset([...this.objects.keys()].sort());
     this.history = [];
     this.rv = rv;
     this.compactedRV = rv;
@@ -214,11 +214,9 @@ export class ObjectCache {
   /** Sorted entries under `prefix` as of `atRV` (default: now), starting after `startAfter`. */
   list(opts: { prefix?: string; atRV?: number; startAfter?: string } = {}): Entry[] {
     const { prefix = '', atRV, startAfter } = opts;
-    let from = lowerBound(this.keys, prefix);
-    if (startAfter !== undefined && startAfter >= prefix) from = upperBound(this.keys, startAfter);
+    const afterStart = startAfter !== undefined && startAfter >= prefix;
     const result: Entry[] = [];
-    for (let i = from; i < this.keys.length; i++) {
-      const k = this.keys[i];
+    for (const k of this.keys.from(afterStart ? startAfter : prefix, afterStart)) {
       if (!k.startsWith(prefix)) break;
       result.push(this.objects.get(k)!);
     }
@@ -292,27 +290,6 @@ export class ObjectCache {
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  private insertKey(key: string): void { this.keys.splice(lowerBound(this.keys, key), 0, key); }
-  private removeKey(key: string): void {
-    const i = lowerBound(this.keys, key);
-    if (this.keys[i] === key) this.keys.splice(i, 1);
-  }
-}
-
-function lowerBound(a: string[], x: string): number {
-  let lo = 0, hi = a.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (a[mid] < x) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
-function upperBound(a: string[], x: string): number {
-  let lo = 0, hi = a.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (a[mid] <= x) lo = mid + 1; else hi = mid;
-  }
-  return lo;
+  private insertKey(key: string): void { this.keys.insert(key); }
+  private removeKey(key: string): void { this.keys.delete(key); }
 }
