@@ -21,7 +21,7 @@ export async function heapSuite(ctx: Ctx): Promise<SuiteResult> {
     bench: `MemoryStore.create, ${count / 1000}k llamas`, metric: `µs/create, last ${count / 10000}k vs first ${count / 10000}k`, unit: 'µs',
     ours: r.createUsLastTenth, peer: r.createUsFirstTenth, ratio: r.createUsLastTenth / r.createUsFirstTenth,
     reading: 'full store/empty store; 1.0 = O(1) inserts, higher = inserts slow down as the store grows',
-    note: 'store time only (object prepared beforehand); ObjectCache keeps keys in a sorted array, insertKey splices it',
+    note: 'store time only (object prepared beforehand); ObjectCache keeps keys in sorted blocks of <= 1,024',
   }];
   return { rows, detail: { count, ...r } };
 }
