@@ -3,21 +3,19 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import { pino } from 'pino';
-import { NamespaceLifecycle } from './admission/namespaceLifecycle.js';
-import { clientCertAuthenticator, requestHeaderAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, TrustSource } from './auth/delegated.js';
 import { allowAll, tokenAuthenticator } from './auth/standalone.js';
 import { ensureDevCerts, ensureToken } from './certs/devCerts.js';
 import { writeKubeconfig } from './certs/kubeconfig.js';
 import { watchServingCert } from './certs/reload.js';
 import { ServingTls } from './certs/servingTls.js';
 import { ConfigError, loadConfig, usage, type Config } from './config.js';
-import type { RestOptions } from './machinery/rest.js';
 import { ping, type HealthCheck } from './observability/health.js';
 import { createMetrics } from './observability/metrics.js';
 import { buildResources } from './resources/index.js';
-import { buildServer, type AuthChain } from './server.js';
+import { buildServer } from './server.js';
 import { Upstream } from './upstream/client.js';
 import type { Reflector } from './upstream/reflector.js';
+import { delegation } from './delegation.js';
 import { VERSION } from './version.js';
 
 function loadConfigOrExit(): Config {
@@ -50,50 +48,37 @@ async function main(): Promise<void> {
     : await Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster, onCall: (purpose) => metrics.upstreamRequests.inc({ purpose }) });
 
   let shuttingDown = false;
-  const reflectors: Reflector[] = [];
-  const readyz: HealthCheck[] = [ping, { name: 'shutdown', check: () => (shuttingDown ? 'server is shutting down' : undefined) }];
-  const auth: AuthChain = { authenticators: [tokenAuthenticator(token)], authorizer: allowAll, rejectAnonymous: config.standalone };
-  let admitCreate: RestOptions['admitCreate'];
-  let trust: TrustSource | undefined;
-  let namespaces: NamespaceLifecycle | undefined;
-
   const log = pino({ level: config.logLevel });
+  let tls: ServingTls | undefined;
+  const cluster = !config.standalone && upstream
+    ? delegation(upstream, log, (t) => tls?.setClientCAs([t.clientCAPem, t.requestHeader.caPem]))
+    : undefined;
   const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone, upstream, log });
   for (const why of resources.omitted) log.info(`not served: ${why}`);
-  for (const { name, reflector } of resources.reflectors) {
-    reflectors.push(reflector);
-    readyz.push(synced(name, reflector));
-  }
+  const reflectors = [...resources.reflectors, ...(cluster?.reflectors ?? [])];
+  const readyz: HealthCheck[] = [
+    ping,
+    { name: 'shutdown', check: () => (shuttingDown ? 'server is shutting down' : undefined) },
+    ...reflectors.map(({ name, reflector }) => synced(name, reflector)),
+  ];
   const server = buildServer({
     tls: { key, cert },
     logger: log,
     resources: resources.definitions,
     standalone: config.standalone,
-    auth,
+    auth: cluster?.auth ?? { authenticators: [tokenAuthenticator(token)], authorizer: allowAll, rejectAnonymous: true },
     health: { livez: [ping], readyz },
     watch: { queueCapacity: config.watchQueue, bookmarkIntervalMs: config.bookmarkIntervalSeconds * 1000 },
-    admitCreate: (gr, ns, name) => admitCreate?.(gr, ns, name) ?? Promise.resolve(),
+    admitCreate: cluster?.admitCreate,
     version: { gitVersion: VERSION },
     metrics,
   });
   const { app } = server;
-  const tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
-
-  if (!config.standalone && upstream) {
-    trust = new TrustSource(upstream, log, (t) => tls.setClientCAs([t.clientCAPem, t.requestHeader.caPem]));
-    namespaces = new NamespaceLifecycle(upstream, log);
-    const t = trust;
-    auth.authenticators = [requestHeaderAuthenticator(() => t.current), clientCertAuthenticator(() => t.current), tokenReviewAuthenticator(upstream)];
-    auth.authorizer = subjectAccessReviewAuthorizer(upstream);
-    const ns = namespaces;
-    admitCreate = (gr, namespace, name) => ns.admitCreate(gr, namespace, name);
-    reflectors.push(trust.reflector, namespaces.reflector);
-    readyz.push(synced('authentication-configmap', trust.reflector), synced('namespaces', namespaces.reflector));
-  }
-  for (const r of reflectors) r.start();
-  if (trust) {
+  tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
+  for (const { reflector } of reflectors) reflector.start();
+  if (cluster) {
     log.info({ server: upstream?.server }, 'cluster mode: waiting for kube-system/extension-apiserver-authentication');
-    await trust.reflector.waitForSync();
+    await cluster.trustSynced();
   }
 
   const stopReload = watchServingCert({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },
@@ -120,7 +105,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     log.info({ signal }, 'shutting down');
     stopReload();
-    for (const r of reflectors) r.stop();
+    for (const { reflector } of reflectors) reflector.stop();
     const force = setTimeout(() => process.exit(0), config.shutdownTimeoutSeconds * 1000);
     force.unref();
     server.endWatches();

@@ -110,8 +110,9 @@ class Handlers {
     const wo = parseWriteOptions(req.query, 'CreateOptions');
     const namespace = this.namespaceOf(req);
     const body = this.decodeBody(req.body, namespace);
+    // Admission (namespace lifecycle) runs before the strategy's validation, as upstream orders them.
+    await this.opts.admitCreate?.(this.gr, namespace, body.metadata.name ?? '');
     const obj = this.validated(reply, prepareForCreate(body, this.now()), wo, undefined);
-    await this.opts.admitCreate?.(this.gr, namespace, obj.metadata.name!);
     const entry = await provider.create(obj, { dryRun: wo.dryRun });
     return this.send(req, reply, 201, entry);
   }
