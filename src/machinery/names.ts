@@ -1,65 +1,63 @@
-// Name and label validation with k8s.io/apimachinery/pkg/util/validation's messages.
+// Name and label validation with k8s.io/apimachinery/pkg/util/validation's messages (checked
+// against the Go functions): label keys/values and finalizers (qualified names), object names
+// (DNS-1123 subdomains).
 
-const dns1123Label = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
-const dns1123Subdomain = `${dns1123Label}(\\.${dns1123Label})*`;
-const qualifiedNamePart = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
-const labelValue = '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?';
+const qualifiedNameFmt = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
+const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const qualifiedNameRe = new RegExp(`^${qualifiedNameFmt}$`);
+const labelValueFmt = `(${qualifiedNameFmt})?`;
+const labelValueErrMsg = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const labelValueRe = new RegExp(`^${labelValueFmt}$`);
+const dns1123LabelFmt = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const dns1123SubdomainFmt = `${dns1123LabelFmt}(\\.${dns1123LabelFmt})*`;
+const dns1123SubdomainErrorMsg = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const dns1123SubdomainRe = new RegExp(`^${dns1123SubdomainFmt}$`);
 
-const subdomainRe = new RegExp(`^${dns1123Subdomain}$`);
-const labelRe = new RegExp(`^${dns1123Label}$`);
-const namePartRe = new RegExp(`^${qualifiedNamePart}$`);
-const labelValueRe = new RegExp(`^${labelValue}$`);
+const maxLenError = (n: number) => `must be no more than ${n} characters`;
+function regexError(msg: string, fmt: string, ...examples: string[]): string {
+  if (examples.length === 0) return `${msg} (regex used for validation is '${fmt}')`;
+  return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
+}
 
-const maxLen = (n: number) => `must be no more than ${n} characters`;
+const utf8 = new TextEncoder();
+/** Go's len(string): bytes of UTF-8. */
+const byteLen = (s: string) => utf8.encode(s).length;
 
 /** IsDNS1123Subdomain: errors, empty when valid. */
 export function dns1123SubdomainErrors(v: string): string[] {
   const errs: string[] = [];
-  if (v.length > 253) errs.push(maxLen(253));
-  if (!subdomainRe.test(v)) {
-    errs.push(`a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '${dns1123Subdomain}')`);
-  }
+  if (byteLen(v) > 253) errs.push(maxLenError(253));
+  if (!dns1123SubdomainRe.test(v)) errs.push(regexError(dns1123SubdomainErrorMsg, dns1123SubdomainFmt, 'example.com'));
   return errs;
 }
 
-/** IsDNS1123Label (namespaces). */
-export function dns1123LabelErrors(v: string): string[] {
+/** validation.IsQualifiedName: [DNS subdomain "/"] name, name ≤ 63 chars. */
+export function qualifiedNameErrors(value: string): string[] {
   const errs: string[] = [];
-  if (v.length > 63) errs.push(maxLen(63));
-  if (!labelRe.test(v)) {
-    errs.push(`a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '${dns1123Label}')`);
-  }
-  return errs;
-}
-
-/** IsQualifiedName: label keys, annotation keys, finalizers. */
-export function qualifiedNameErrors(v: string): string[] {
-  const parts = v.split('/');
+  const parts = value.split('/');
   let name: string;
-  const errs: string[] = [];
-  if (parts.length === 1) name = parts[0];
-  else if (parts.length === 2) {
-    const [prefix] = parts;
+  if (parts.length === 1) {
+    name = parts[0];
+  } else if (parts.length === 2) {
+    const prefix = parts[0];
     name = parts[1];
     if (prefix.length === 0) errs.push('prefix part must be non-empty');
-    else errs.push(...dns1123SubdomainErrors(prefix).map((e) => `prefix part ${e}`));
+    else errs.push(...dns1123SubdomainErrors(prefix).map((m) => `prefix part ${m}`));
   } else {
-    return [`a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${qualifiedNamePart}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+    return [`a qualified name ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
   }
   if (name.length === 0) errs.push('name part must be non-empty');
-  else if (name.length > 63) errs.push(`name part ${maxLen(63)}`);
-  if (name.length > 0 && !namePartRe.test(name)) {
-    errs.push(`name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${qualifiedNamePart}')`);
-  }
+  else if (byteLen(name) > 63) errs.push(`name part ${maxLenError(63)}`);
+  if (!qualifiedNameRe.test(name)) errs.push(`name part ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')}`);
   return errs;
 }
 
-/** IsValidLabelValue. */
-export function labelValueErrors(v: string): string[] {
+/** validation.IsValidLabelValue: empty, or a qualified-name-like string of ≤ 63 chars. */
+export function labelValueErrors(value: string): string[] {
   const errs: string[] = [];
-  if (v.length > 63) errs.push(maxLen(63));
-  if (!labelValueRe.test(v)) {
-    errs.push(`a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '${labelValue}')`);
-  }
+  if (byteLen(value) > 63) errs.push(maxLenError(63));
+  if (!labelValueRe.test(value)) errs.push(regexError(labelValueErrMsg, labelValueFmt, 'MyValue', 'my_value', '12345'));
   return errs;
 }
+
+

@@ -4,6 +4,7 @@
 // ?labelSelector= / ?fieldSelector= (handlers/get.go wraps err.Error() in NewBadRequest).
 
 import { errors } from './status.js';
+import { labelValueErrors as isValidLabelValue, qualifiedNameErrors as isQualifiedName } from './names.js';
 
 // ---------------------------------------------------------------------------------------------
 // Label selectors
@@ -339,63 +340,6 @@ export function labelSelectorToString(sel: LabelSelector): string {
 // ---------------------------------------------------------------------------------------------
 // Label key / value validation (k8s.io/apimachinery/pkg/util/validation)
 // ---------------------------------------------------------------------------------------------
-
-const qualifiedNameFmt = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
-const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const qualifiedNameRe = new RegExp(`^${qualifiedNameFmt}$`);
-const labelValueFmt = `(${qualifiedNameFmt})?`;
-const labelValueErrMsg = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const labelValueRe = new RegExp(`^${labelValueFmt}$`);
-const dns1123LabelFmt = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
-const dns1123SubdomainFmt = `${dns1123LabelFmt}(\\.${dns1123LabelFmt})*`;
-const dns1123SubdomainErrorMsg = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const dns1123SubdomainRe = new RegExp(`^${dns1123SubdomainFmt}$`);
-
-const maxLenError = (n: number) => `must be no more than ${n} characters`;
-function regexError(msg: string, fmt: string, ...examples: string[]): string {
-  if (examples.length === 0) return `${msg} (regex used for validation is '${fmt}')`;
-  return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
-}
-
-const utf8 = new TextEncoder();
-/** Go's len(string): bytes of UTF-8. */
-const byteLen = (s: string) => utf8.encode(s).length;
-
-function isDNS1123Subdomain(v: string): string[] {
-  const errs: string[] = [];
-  if (byteLen(v) > 253) errs.push(maxLenError(253));
-  if (!dns1123SubdomainRe.test(v)) errs.push(regexError(dns1123SubdomainErrorMsg, dns1123SubdomainFmt, 'example.com'));
-  return errs;
-}
-
-/** validation.IsQualifiedName: [DNS subdomain "/"] name, name ≤ 63 chars. */
-export function isQualifiedName(value: string): string[] {
-  const errs: string[] = [];
-  const parts = value.split('/');
-  let name: string;
-  if (parts.length === 1) {
-    name = parts[0];
-  } else if (parts.length === 2) {
-    const prefix = parts[0];
-    name = parts[1];
-    if (prefix.length === 0) errs.push('prefix part must be non-empty');
-    else errs.push(...isDNS1123Subdomain(prefix).map((m) => `prefix part ${m}`));
-  } else {
-    return [`a qualified name ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
-  }
-  if (name.length === 0) errs.push('name part must be non-empty');
-  else if (byteLen(name) > 63) errs.push(`name part ${maxLenError(63)}`);
-  if (!qualifiedNameRe.test(name)) errs.push(`name part ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')}`);
-  return errs;
-}
-
-/** validation.IsValidLabelValue: empty, or a qualified-name-like string of ≤ 63 chars. */
-export function isValidLabelValue(value: string): string[] {
-  const errs: string[] = [];
-  if (byteLen(value) > 63) errs.push(maxLenError(63));
-  if (!labelValueRe.test(value)) errs.push(regexError(labelValueErrMsg, labelValueFmt, 'MyValue', 'my_value', '12345'));
-  return errs;
-}
 
 /** field.Invalid(path, key, ...).Error() for a bad label key, or undefined when the key is fine. */
 function validateLabelKey(k: string, path: string): string | undefined {
