@@ -1,5 +1,5 @@
 // buildServer(): the fastify instance with every route; main.ts and the tests both use it.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
 import { anonymous } from './auth/types.js';
@@ -52,7 +52,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
   const app = Fastify({
     loggerInstance: opts.logger,
     // Per-request lines cost ~28% of GET throughput; like kube-apiserver's -v=3, only when debugging.
-    disableRequestLogging: !['debug', 'trace'].includes(opts.logger.level),
+    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(opts.logger.level) }),
     https: { key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false },
     bodyLimit: MAX_BODY_BYTES,
     forceCloseConnections: true,
