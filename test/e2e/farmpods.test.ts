@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { farmPodUid } from '../../src/resources/farmpod.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
+import { startFarmServer } from '../helpers/kubectl.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'farm-fp-e2e-'));
 const clusterDir = join(tmp, 'cluster');
@@ -631,3 +632,20 @@ test('kube-apiserver stops and starts again: /readyz and FarmPod requests say wh
   assert.equal(viaKubectl.trim(), 'farmpod.farm.example.com/web-1');
   assert.equal(samples(await scrape(), 'process_start_time_seconds').get(''), startTime, 'the same farm-apiserver process throughout');
 }));
+
+test('standalone with --kubeconfig serves FarmPods too: same Pods, token auth, no delegation', async () => {
+  const srv = await startFarmServer({ extraArgs: ['--standalone', '--kubeconfig', join(clusterDir, 'farm-apiserver-sa.kubeconfig')] });
+  try {
+    const resources = await srv.kubectl(['api-resources', '--api-group=farm.example.com', '--no-headers']);
+    assert.equal(resources.code, 0, resources.stderr);
+    assert.match(resources.stdout, /^farmpods\s+fp\s+farm\.example\.com\/v1alpha\s+true\s+FarmPod$/m);
+    const strip = (out: string) => names(out).map((n) => n.slice(n.indexOf('/') + 1));
+    const pods = strip(await must(['get', 'pods', '-A', '-o', 'name']));
+    const fps = await srv.kubectl(['get', 'farmpods', '-A', '-o', 'name']);
+    assert.equal(fps.code, 0, fps.stderr);
+    assert.ok(pods.length > 0, 'the earlier tests left Pods to compare');
+    assert.deepEqual(strip(fps.stdout), pods);
+  } finally {
+    await srv.cleanup();
+  }
+});
