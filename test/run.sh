@@ -7,4 +7,6 @@ if [ "${#files[@]}" -eq 0 ]; then
   echo "test/run.sh: no test files found" >&2
   exit 1
 fi
+# tsx does not type-check: the whole tree (src, tests, scripts, bench) is checked first.
+npx --no-install tsc -p tsconfig.check.json
 exec node --import tsx --test "$@" "${files[@]}"
