@@ -94,12 +94,17 @@ export function requestHeaderAuthenticator(trust: () => AuthenticationTrust): Au
       for (const [name, values] of Object.entries(req.raw.headersDistinct)) {
         const prefix = rh.extraPrefixes.find((p) => name.startsWith(p));
         if (!prefix || !values) continue;
-        const key = decodeURIComponent(name.slice(prefix.length)).toLowerCase();
+        const key = pathUnescape(name.slice(prefix.length)).toLowerCase();
         (extra[key] ??= []).push(...values);
       }
       return { username, uid, groups, extra };
     },
   };
+}
+
+/** url.PathUnescape, keeping the escaped form when it is malformed (as upstream's newExtra does). */
+function pathUnescape(s: string): string {
+  try { return decodeURIComponent(s); } catch { return s; }
 }
 
 /** An ordinary client certificate from client-ca-file: user = CN, groups = O. */
@@ -142,8 +147,10 @@ export function tokenReviewAuthenticator(upstream: Upstream, ttlMs = 10_000): Au
       const key = createHash('sha256').update(m[1]).digest('hex');
       let user = cache.get(key);
       if (user === undefined) {
+        // An unreachable kube-apiserver fails authentication (401), as upstream's webhook authenticator does.
         const res = await upstream.request<{ status?: TokenReviewStatus }>('tokenreview', 'POST', '/apis/authentication.k8s.io/v1/tokenreviews',
-          { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } });
+          { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } })
+          .catch((e: Error) => { req.log.warn({ err: e.message }, 'TokenReview failed'); throw errors.unauthorized(); });
         const s = res.body?.status;
         if (res.status !== 201 && res.status !== 200) {
           req.log.warn({ status: res.status }, 'TokenReview failed');
