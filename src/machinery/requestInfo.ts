@@ -17,13 +17,15 @@ const nonResourceVerbs: Record<string, string> = { GET: 'get', HEAD: 'get', POST
 
 export function requestInfo(method: string, url: string): RequestInfo {
   const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
+  // Authorization must see what the handlers will serve: the decoded path.
+  const path = decodePath(q < 0 ? url : url.slice(0, q));
   const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
   const nonResource: RequestInfo = {
     isResourceRequest: false, path, verb: (nonResourceVerbs[method] ?? method.toLowerCase()),
     apiGroup: '', apiVersion: '', namespace: '', resource: '', subresource: '', name: '',
   };
-  let parts = path.split('/').filter((p) => p !== '');
+  // splitPath: trims the ends only, so "namespaces//llamas" keeps its empty namespace.
+  let parts = path.replace(/^\/+|\/+$/g, '').split('/');
   let apiGroup = '';
   if (parts[0] === 'apis') {
     if (parts.length < 3) return nonResource;
@@ -61,4 +63,8 @@ export function requestInfo(method: string, url: string): RequestInfo {
     if (m) effectiveName = m[1];
   }
   return { isResourceRequest: true, path, verb, apiGroup, apiVersion, namespace, resource, subresource, name: effectiveName };
+}
+
+function decodePath(p: string): string {
+  try { return decodeURIComponent(p); } catch { return p; }
 }

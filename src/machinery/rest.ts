@@ -69,8 +69,16 @@ class Handlers {
     return this.def.provider;
   }
 
+  /** undefined = all namespaces (/apis/g/v/llamas); an empty segment ("namespaces//llamas") must not widen to that. */
   private namespaceOf(req: Req): string | undefined {
-    return this.def.namespaced ? req.params.namespace : undefined;
+    if (!this.def.namespaced) return undefined;
+    if (req.params.namespace === '') throw errors.pathNotFound();
+    return req.params.namespace;
+  }
+
+  private nameOf(req: Req): string {
+    if (!req.params.name) throw errors.pathNotFound();
+    return req.params.name;
   }
 
   private send(req: Req, reply: FastifyReply, code: number, item: Renderable, target: Target = 'object') {
@@ -81,7 +89,7 @@ class Handlers {
 
   async get(req: Req, reply: FastifyReply) {
     const cache = this.provider().cache;
-    const name = req.params.name!;
+    const name = this.nameOf(req);
     const entry = cache.get(objectKey(this.namespaceOf(req), name));
     if (!entry) throw errors.notFound(this.gr, name);
     return this.send(req, reply, 200, entry);
@@ -122,7 +130,7 @@ class Handlers {
     if (!provider.update) throw errors.methodNotAllowed('update', this.gr);
     const wo = parseWriteOptions(req.query, 'UpdateOptions');
     const body = this.decodeBody(req.body, this.namespaceOf(req));
-    const name = req.params.name!;
+    const name = this.nameOf(req);
     this.checkName(body, name);
     const { entry } = await provider.update(this.namespaceOf(req), name, (current) => {
       // As the generic registry's Update: a missing object is NotFound first (no create-on-update), then a PUT
@@ -146,7 +154,7 @@ class Handlers {
     if (one(req.query, 'force') !== undefined) {
       throw errors.invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [FieldError.forbidden('force', 'may not be specified for non-apply patch')]);
     }
-    const name = req.params.name!;
+    const name = this.nameOf(req);
     const namespace = this.namespaceOf(req);
     const { entry } = await provider.update(namespace, name, (current) => {
       if (!current) throw errors.notFound(this.gr, name);
@@ -166,7 +174,7 @@ class Handlers {
     const provider = this.provider();
     if (!provider.delete) throw errors.methodNotAllowed('delete', this.gr);
     const { options, dryRun } = this.deleteOptions(req);
-    const { entry, deleted } = await provider.delete(this.namespaceOf(req), req.params.name!, options, { dryRun });
+    const { entry, deleted } = await provider.delete(this.namespaceOf(req), this.nameOf(req), options, { dryRun });
     // handlers.DeleteResource: 202 only when the object is still there and the client asked orphanDependents=false.
     return this.send(req, reply, !deleted && options.orphanDependents === false ? 202 : 200, entry);
   }

@@ -31,6 +31,11 @@ interface WatchRequest {
 export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: WatchRequest): Promise<FastifyReply> {
   const { listOpts, cache, sel } = w;
   const rv = parseRV(listOpts.resourceVersion);
+  // The client may have gone while authentication/authorization awaited: subscribe nothing then.
+  if (req.raw.socket.destroyed) {
+    reply.hijack();
+    return reply;
+  }
   const initial = listOpts.sendInitialEvents ?? (rv === undefined || rv === 0);
   let watcher: CacheWatcher | undefined;
   let tooOld: TooOldError | undefined;
@@ -59,15 +64,17 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
   const open = watcher;
   w.settings.registry.add(open);
   const encode = encoder(w);
-  // kube-apiserver's default: a random timeout between 30 and 60 minutes.
-  const timeoutMs = (listOpts.timeoutSeconds ?? 1800 * (1 + Math.random())) * 1000;
-  const timer = setTimeout(() => open.close(), timeoutMs);
+  // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
+  const seconds = listOpts.timeoutSeconds && listOpts.timeoutSeconds > 0 ? listOpts.timeoutSeconds : 1800 * (1 + Math.random());
+  const timer = setTimeout(() => open.close(), Math.min(seconds * 1000, 2 ** 31 - 1));
   const bookmarks = listOpts.allowWatchBookmarks
     ? setInterval(() => { if (open.pending() === 0) open.requestBookmark(); }, w.settings.bookmarkIntervalMs)
     : undefined;
   const stop = () => open.close();
   res.on('close', stop);
-  req.raw.on('aborted', stop);
+  const socket = req.raw.socket;
+  socket.once('close', stop); // kept-alive sockets outlive the watch: removed in finally
+  if (res.destroyed || socket.destroyed) stop();
   try {
     for (;;) {
       const item = await open.next();
@@ -82,6 +89,7 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
       if (!res.write(chunk)) await waitDrain(res);
     }
   } finally {
+    socket.off('close', stop);
     clearTimeout(timer);
     if (bookmarks) clearInterval(bookmarks);
     w.settings.registry.delete(open);

@@ -95,6 +95,7 @@ export class Upstream {
               onEvent(ev.type, ev.object);
             } catch (e) {
               req.destroy(e as Error);
+              return; // nothing after a failed event may be applied
             }
           }
         });

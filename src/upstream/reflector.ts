@@ -68,8 +68,16 @@ export class Reflector {
           needList = false;
           backoff = min;
         }
-        await this.watch();
-        backoff = min; // a stream that ended normally is simply reopened from the last RV
+        const started = Date.now();
+        const events = await this.watch();
+        // A stream that ended normally is reopened from the last RV, but one that ended at once with
+        // nothing in it is treated as a failure (client-go does the same), so it cannot spin.
+        if (events === 0 && Date.now() - started < 1000) {
+          await sleep(backoff, this.abort.signal);
+          backoff = Math.min(backoff * 2, max);
+        } else {
+          backoff = min;
+        }
       } catch (e) {
         if (!this.running) break;
         if (e instanceof Expired) {
@@ -107,12 +115,15 @@ export class Reflector {
     this.resolveFirstSync();
   }
 
-  private async watch(): Promise<void> {
+  /** One watch stream; resolves with the number of events it carried. */
+  private async watch(): Promise<number> {
     const timeout = 240 + Math.floor(Math.random() * 120);
     const path = `${this.opts.path}${this.sep()}watch=true&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(this.rv)}&timeoutSeconds=${timeout}`;
     let expired = false;
+    let events = 0;
     await this.upstream.watch(this.opts.purpose, path, (type, object) => {
       const raw = object as RawObject;
+      events++;
       if (type === 'ERROR') {
         const code = (object as { code?: number }).code;
         if (code === 410) expired = true;
@@ -125,12 +136,15 @@ export class Reflector {
       else if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') this.handlers.event(type, raw);
     }, this.abort.signal);
     if (expired) throw new Expired();
+    return events;
   }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    const done = () => { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 }

@@ -1,0 +1,64 @@
+// Regressions for findings of a code review: watch leaks, timeoutSeconds edge cases, empty path segments.
+import assert from 'node:assert/strict';
+import { request as httpsRequest } from 'node:https';
+import { after, before, test } from 'node:test';
+import type { Authorizer } from '../../src/auth/types.js';
+import { allowAll } from '../../src/auth/standalone.js';
+import { requestInfo } from '../../src/machinery/requestInfo.js';
+import { startTestServer, type TestServer } from '../helpers/testServer.js';
+
+let s: TestServer;
+/** An authorizer as slow as a SubjectAccessReview round trip. */
+const slowAuthorizer: Authorizer = {
+  async authorize(user, info, req) {
+    await new Promise((r) => setTimeout(r, 300));
+    return allowAll.authorize(user, info, req);
+  },
+};
+const base = '/apis/farm.example.com/v1alpha';
+
+before(async () => { s = await startTestServer(); });
+after(async () => { await s.close(); });
+
+test('a watch whose client left while authorization was pending subscribes nothing', async () => {
+  const t = await startTestServer({ auth: { authenticators: [], rejectAnonymous: false, authorizer: slowAuthorizer } });
+  try {
+    for (let i = 0; i < 10; i++) {
+      const req = httpsRequest(`${t.url}${base}/namespaces/leak/llamas?watch=true`, { ca: t.caPem });
+      req.on('error', () => {});
+      req.end();
+      setTimeout(() => req.destroy(), 100);
+    }
+    await new Promise((r) => setTimeout(r, 700));
+    assert.equal(t.server.watchers.size, 0, 'watchers left registered after their clients disconnected');
+  } finally {
+    await t.close();
+  }
+});
+
+test('timeoutSeconds=0 and negative values mean the default, not an immediate end', async () => {
+  for (const v of ['0', '-1']) {
+    const w = await s.stream(`${base}/namespaces/t/llamas?watch=true&timeoutSeconds=${v}`);
+    assert.equal(w.status, 200);
+    const ended = await Promise.race([w.ended.then(() => true), new Promise((r) => setTimeout(() => r(false), 500))]);
+    assert.equal(ended, false, `timeoutSeconds=${v} ended the watch at once`);
+    w.close();
+  }
+});
+
+test('an empty namespace segment is 404, never a list across all namespaces', async () => {
+  const body = { apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name: 'x' }, spec: { weight: 1, height: 1 } };
+  assert.equal((await s.request('POST', `${base}/namespaces/a/llamas`, { body })).status, 201);
+  for (const path of [`${base}/namespaces//llamas`, `${base}/namespaces//llamas?watch=true`, `${base}/namespaces/a/llamas/`]) {
+    const r = await s.request('GET', path);
+    assert.equal(r.status, 404, `${path}: ${r.body.slice(0, 200)}`);
+  }
+});
+
+test('authorization sees the decoded path and keeps empty segments, as upstream splitPath', () => {
+  const i = requestInfo('GET', `${base}/namespaces/d%65fault/llamas`);
+  assert.equal(i.namespace, 'default');
+  const e = requestInfo('GET', `${base}/namespaces//llamas`);
+  assert.equal(e.resource, 'llamas');
+  assert.equal(e.namespace, '');
+});
