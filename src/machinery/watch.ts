@@ -128,7 +128,7 @@ function encoder(w: WatchRequest): (item: WatchItem) => string {
     switch (out.format) {
       case 'metadata': return line(item.type, partialObjectMetadata(entry.object, out.version));
       case 'table': {
-        const t = table(def, [entry], { resourceVersion: String(entry.rv) }, { version: out.version, includeObject: w.includeObject, withColumns: !columnsSent });
+        const t = table(def, [entry], { resourceVersion: entry.object.metadata.resourceVersion ?? String(entry.rv) }, { version: out.version, includeObject: w.includeObject, withColumns: !columnsSent });
         columnsSent = true;
         return line(item.type, t);
       }
