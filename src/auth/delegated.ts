@@ -5,6 +5,7 @@ import { createHash, type X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { RequestInfo } from '../machinery/requestInfo.js';
+import { parseFieldSelector, parseLabelSelector, type LabelOperator } from '../machinery/selectors.js';
 import { errors } from '../machinery/status.js';
 import type { Upstream } from '../upstream/client.js';
 import { Reflector, type RawObject } from '../upstream/reflector.js';
@@ -168,9 +169,9 @@ export function tokenReviewAuthenticator(upstream: Upstream, ttlMs = 10_000): Au
 }
 
 /** SubjectAccessReview with 10 s allow/deny caches; system:masters skips the review, as upstream's defaults. */
-export function subjectAccessReviewAuthorizer(upstream: Upstream, ttlMs = 10_000): Authorizer & { review(user: UserInfo, attrs: Record<string, string>): Promise<Decision> } {
+export function subjectAccessReviewAuthorizer(upstream: Upstream, ttlMs = 10_000): Authorizer & { review(user: UserInfo, attrs: Record<string, unknown>): Promise<Decision> } {
   const cache = new TtlCache<Decision>(ttlMs);
-  const review = async (user: UserInfo, attrs: Record<string, string>, nonResource = false): Promise<Decision> => {
+  const review = async (user: UserInfo, attrs: Record<string, unknown>, nonResource = false): Promise<Decision> => {
     if (user.groups.includes('system:masters')) return { allowed: true };
     const spec = {
       ...(nonResource ? { nonResourceAttributes: attrs } : { resourceAttributes: attrs }),
@@ -191,11 +192,40 @@ export function subjectAccessReviewAuthorizer(upstream: Upstream, ttlMs = 10_000
     review: (user, attrs) => review(user, attrs),
     async authorize(user: UserInfo, info: RequestInfo) {
       if (!info.isResourceRequest) return review(user, { path: info.path, verb: info.verb }, true);
-      const attrs: Record<string, string> = { verb: info.verb, group: info.apiGroup, version: info.apiVersion, resource: info.resource };
+      const attrs: Record<string, unknown> = { verb: info.verb, group: info.apiGroup, version: info.apiVersion, resource: info.resource };
       if (info.namespace) attrs.namespace = info.namespace;
       if (info.subresource) attrs.subresource = info.subresource;
       if (info.name) attrs.name = info.name;
+      Object.assign(attrs, selectorAttributes(info));
       return review(user, attrs);
     },
   };
+}
+
+type SelectorRequirement = { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] };
+
+const labelOperators: Partial<Record<LabelOperator, SelectorRequirement['operator']>> = {
+  '=': 'In', '==': 'In', in: 'In', '!=': 'NotIn', notin: 'NotIn', exists: 'Exists', '!': 'DoesNotExist',
+};
+
+/**
+ * AuthorizeWithSelectors (beta, on in 1.32): a list/watch's selectors go into the review as parsed
+ * requirements; ones that do not parse or convert (gt/lt) are left out, which only widens the check.
+ */
+export function selectorAttributes(info: RequestInfo): { fieldSelector?: { requirements: SelectorRequirement[] }; labelSelector?: { requirements: SelectorRequirement[] } } {
+  const out: ReturnType<typeof selectorAttributes> = {};
+  try {
+    const reqs = parseFieldSelector(info.fieldSelector ?? '').map((r): SelectorRequirement => ({ key: r.field, operator: r.operator === '!=' ? 'NotIn' : 'In', values: [r.value] }));
+    if (reqs.length) out.fieldSelector = { requirements: reqs };
+  } catch { /* unparsable: not limited */ }
+  try {
+    const reqs: SelectorRequirement[] = [];
+    for (const r of parseLabelSelector(info.labelSelector ?? '')) {
+      const operator = labelOperators[r.operator];
+      if (!operator) continue;
+      reqs.push(operator === 'Exists' || operator === 'DoesNotExist' ? { key: r.key, operator } : { key: r.key, operator, values: [...r.values] });
+    }
+    if (reqs.length) out.labelSelector = { requirements: reqs };
+  } catch { /* unparsable: not limited */ }
+  return out;
 }

@@ -11,6 +11,9 @@ export interface RequestInfo {
   resource: string;
   subresource: string;
   name: string;
+  /** Raw selectors of a list/watch/deletecollection (AuthorizeWithSelectors passes them to authorization). */
+  labelSelector?: string;
+  fieldSelector?: string;
 }
 
 const nonResourceVerbs: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'delete', OPTIONS: 'options' };
@@ -62,7 +65,14 @@ export function requestInfo(method: string, url: string): RequestInfo {
     const m = /(?:^|,)metadata\.name==?([^,]*)/.exec(query.get('fieldSelector') ?? '');
     if (m) effectiveName = m[1];
   }
-  return { isResourceRequest: true, path, verb, apiGroup, apiVersion, namespace, resource, subresource, name: effectiveName };
+  const info: RequestInfo = { isResourceRequest: true, path, verb, apiGroup, apiVersion, namespace, resource, subresource, name: effectiveName };
+  if (verb === 'list' || verb === 'watch' || verb === 'deletecollection') {
+    const ls = query.get('labelSelector');
+    const fs = query.get('fieldSelector');
+    if (ls) info.labelSelector = ls;
+    if (fs) info.fieldSelector = fs;
+  }
+  return info;
 }
 
 function decodePath(p: string): string {

@@ -465,10 +465,10 @@ function splitTerm(term: string): { lhs: string; op: (typeof termOperators)[numb
 
 /**
  * Parses a field selector as fields.ParseSelector does, then checks each field against
- * `supported` as the custom-resource converter's ConvertFieldLabel does.
+ * `supported` (when given) as the custom-resource converter's ConvertFieldLabel does.
  * @throws ApiError 400 BadRequest: upstream's parse messages, or `field label not supported: <field>`.
  */
-export function parseFieldSelector(s: string, supported: readonly string[]): FieldSelector {
+export function parseFieldSelector(s: string, supported?: readonly string[]): FieldSelector {
   const parts = splitTerms(s).sort(compareBytes);
   const reqs: FieldRequirement[] = [];
   for (const part of parts) {
@@ -480,7 +480,7 @@ export function parseFieldSelector(s: string, supported: readonly string[]): Fie
     reqs.push({ field: t.lhs, operator: t.op === '!=' ? '!=' : '=', value });
   }
   for (const r of reqs) {
-    if (!supported.includes(r.field)) throw errors.badRequest(`field label not supported: ${r.field}`);
+    if (supported && !supported.includes(r.field)) throw errors.badRequest(`field label not supported: ${r.field}`);
   }
   return reqs;
 }
