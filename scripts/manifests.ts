@@ -1,5 +1,5 @@
 // Renders app.yaml with the real caBundle and the TLS Secret from a cert dir.
-//   npm run manifests [-- --cert-dir certs] [--local-port 8443]
+//   npm run -s manifests [-- --cert-dir certs] [--local-port 8443]   (-s: no npm banner in the YAML)
 // --local-port: for a control plane on this machine (no pods): drop the Deployment and point the
 // Service at localhost:<port> (ExternalName), which the aggregator resolves without kube-proxy.
 import { readFileSync } from 'node:fs';

@@ -35,6 +35,10 @@ const synced = (name: string, r: Reflector): HealthCheck => ({
 });
 
 async function main(): Promise<void> {
+  // Until the server listens, a signal just ends the process cleanly.
+  let onSignal: (signal: string) => void = () => process.exit(0);
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   const config = loadConfigOrExit();
   if (config.help) {
     process.stdout.write(usage());
@@ -76,14 +80,13 @@ async function main(): Promise<void> {
   const { app } = server;
   tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
   for (const { reflector } of reflectors) reflector.start();
-  if (cluster) {
-    log.info({ server: upstream?.server }, 'cluster mode: waiting for kube-system/extension-apiserver-authentication');
-    await cluster.trustSynced();
-  }
+  // Serve at once (liveness must answer); /readyz stays failing until the trust ConfigMap is read.
+  if (cluster) void cluster.trustSynced().then(() => log.info({ server: upstream?.server }, 'cluster mode: read kube-system/extension-apiserver-authentication'));
 
   const stopReload = watchServingCert({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },
-    (pem) => { tls.setPair(pem); log.info({ certFile: config.tlsCertFile }, 'serving certificate reloaded'); },
-    (e) => log.warn({ err: e }, 'serving certificate not reloaded'));
+    (pem) => { tls?.setPair(pem); log.info({ certFile: config.tlsCertFile }, 'serving certificate reloaded'); },
+    (e) => log.warn({ err: e }, 'serving certificate not reloaded'),
+    { initial: { cert, key } });
 
   await app.listen({ port: config.port, host: config.bindAddress });
   const host = config.bindAddress.includes(':') ? `[${config.bindAddress}]` : config.bindAddress;
@@ -92,7 +95,9 @@ async function main(): Promise<void> {
   if (config.standalone) {
     const kubeconfig = join(config.certDir, 'kubeconfig');
     const caPem = dev ? await readFile(dev.caFile, 'utf8') : undefined;
-    await writeKubeconfig(kubeconfig, { server: url, caPem: caPem ?? cert, token, namespace: 'default' });
+    // The generated certificate names only loopback: another bind address is verified as localhost.
+    const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(connectHost);
+    await writeKubeconfig(kubeconfig, { server: url, caPem: caPem ?? cert, token, namespace: 'default', ...(loopback || !dev ? {} : { tlsServerName: 'localhost' }) });
     log.warn('standalone mode: every request with the generated token is allowed (no cluster authorization)');
     log.info({ kubeconfig, url }, 'ready');
     process.stdout.write(`\nfarm-apiserver (standalone) is serving on ${url}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);
@@ -112,8 +117,7 @@ async function main(): Promise<void> {
     await app.close();
     process.exit(0);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  onSignal = (signal) => void shutdown(signal);
 }
 
 main().catch((e: unknown) => {

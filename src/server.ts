@@ -58,7 +58,8 @@ export function buildServer(opts: ServerOptions): FarmServer {
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(opts.logger.level) }),
     https: { key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false },
     bodyLimit: MAX_BODY_BYTES,
-    forceCloseConnections: true,
+    // Idle keep-alive sockets close at once; in-flight requests get the shutdown grace period.
+    forceCloseConnections: 'idle',
     return503OnClosing: true,
   });
   installErrorHandling(app);

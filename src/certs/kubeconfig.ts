@@ -16,6 +16,8 @@ export interface KubeconfigOptions {
   namespace?: string;
   /** Name of the context, cluster and user entries; default "farm-apiserver". */
   contextName?: string;
+  /** Name to verify the serving certificate against when the server address is not one of its SANs. */
+  tlsServerName?: string;
 }
 
 export const DEFAULT_CONTEXT_NAME = 'farm-apiserver';
@@ -48,6 +50,7 @@ export function buildKubeconfig(opts: KubeconfigOptions): Record<string, unknown
         cluster: {
           server: opts.server,
           'certificate-authority-data': Buffer.from(opts.caPem, 'utf8').toString('base64'),
+          ...(opts.tlsServerName ? { 'tls-server-name': opts.tlsServerName } : {}),
         },
       },
     ],

@@ -23,6 +23,8 @@ export interface ServingCertPem {
 }
 
 export interface WatchServingCertOptions {
+  /** The pair already being served (read at start-up): a change after that read is applied. */
+  initial?: ServingCertPem;
   /** Quiet period after the last filesystem event before re-reading. Default 200 ms. */
   debounceMs?: number;
   /** Re-read interval independent of fs.watch; 0 disables. Default 10 000 ms. */
@@ -63,7 +65,9 @@ export function watchServingCert(
   let lastBad: string | undefined;
 
   try {
-    lastApplied = `${readFileSync(certFile, 'utf8')}\0${readFileSync(keyFile, 'utf8')}`;
+    lastApplied = options.initial
+      ? `${options.initial.cert}\0${options.initial.key}`
+      : `${readFileSync(certFile, 'utf8')}\0${readFileSync(keyFile, 'utf8')}`;
   } catch {
     lastApplied = undefined; // the first readable pair will be applied
   }

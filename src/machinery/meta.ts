@@ -1,7 +1,7 @@
 // Server-owned ObjectMeta as k8s.io/apiserver's rest.BeforeCreate / BeforeUpdate set and validate it.
 import { randomUUID, randomInt } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { dns1123SubdomainErrors, labelValueErrors, qualifiedNameErrors } from './names.js';
+import { dns1123LabelErrors, dns1123SubdomainErrors, labelValueErrors, qualifiedNameErrors } from './names.js';
 import { FieldError } from './status.js';
 import type { KubeObject, ObjectMeta } from './types.js';
 
@@ -44,8 +44,61 @@ export function prepareForUpdate(next: KubeObject, old: KubeObject): KubeObject 
   if (o.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = o.deletionGracePeriodSeconds;
   else delete m.deletionGracePeriodSeconds;
   if (m.generateName === undefined && o.generateName !== undefined) m.generateName = o.generateName;
-  if (specChanged(next, old)) m.generation += 1;
   return { ...next, metadata: m };
+}
+
+/** generation +1 when anything but metadata/status changed; compared after defaulting and pruning. */
+export function bumpGeneration(next: KubeObject, old: KubeObject): KubeObject {
+  if (!specChanged(next, old)) return next;
+  return { ...next, metadata: { ...next.metadata, generation: (old.metadata.generation ?? 1) + 1 } };
+}
+
+type JsonType = 'string' | 'integer' | 'map' | 'list' | 'object' | 'boolean';
+
+const metaFieldTypes: Record<string, JsonType> = {
+  name: 'string', generateName: 'string', namespace: 'string', uid: 'string', resourceVersion: 'string',
+  creationTimestamp: 'string', deletionTimestamp: 'string', generation: 'integer', deletionGracePeriodSeconds: 'integer',
+  labels: 'map', annotations: 'map', finalizers: 'list', ownerReferences: 'list', managedFields: 'list',
+};
+
+const goTypeOf: Record<JsonType, string> = {
+  string: 'string', integer: 'int64', map: 'map[string]string', list: '[]', object: 'struct', boolean: 'bool',
+};
+
+function jsonKind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v === 'object' ? 'object' : typeof v;
+}
+
+function fits(v: unknown, t: JsonType): boolean {
+  switch (t) {
+    case 'string': return typeof v === 'string';
+    case 'integer': return typeof v === 'number' && Number.isInteger(v);
+    case 'boolean': return typeof v === 'boolean';
+    case 'list': return Array.isArray(v);
+    case 'object': return typeof v === 'object' && v !== null && !Array.isArray(v);
+    case 'map': return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+  }
+}
+
+/**
+ * ObjectMeta fields of the wrong JSON type, worded like encoding/json's UnmarshalTypeError
+ * (upstream fails decoding with 400 before any validation runs); undefined when all fit.
+ */
+export function metaDecodeError(m: Record<string, unknown>): string | undefined {
+  for (const [field, type] of Object.entries(metaFieldTypes)) {
+    const v = m[field];
+    if (v === undefined || v === null || fits(v, type)) continue;
+    return `json: cannot unmarshal ${jsonKind(v)} into Go struct field ObjectMeta.metadata.${field} of type ${goTypeOf[type]}`;
+  }
+  const listOf = (field: string, item: (x: unknown) => boolean, goType: string) => {
+    const bad = ((m[field] ?? []) as unknown[]).find((x) => !item(x));
+    return bad === undefined ? undefined : `json: cannot unmarshal ${jsonKind(bad)} into Go struct field ObjectMeta.metadata.${field} of type ${goType}`;
+  };
+  const ownerRef = (x: unknown) => fits(x, 'object') && ['apiVersion', 'kind', 'name', 'uid'].every((k) => { const v = (x as Record<string, unknown>)[k]; return v === undefined || typeof v === 'string'; })
+    && ['controller', 'blockOwnerDeletion'].every((k) => { const v = (x as Record<string, unknown>)[k]; return v === undefined || v === null || typeof v === 'boolean'; });
+  return listOf('finalizers', (x) => typeof x === 'string', 'string') ?? listOf('ownerReferences', ownerRef, 'v1.OwnerReference');
 }
 
 function specChanged(a: KubeObject, b: KubeObject): boolean {
@@ -65,11 +118,17 @@ export function validateMeta(m: ObjectMeta, namespaced: boolean): FieldError[] {
     for (const e of dns1123SubdomainErrors(m.generateName.replace(/-$/, 'a') || 'a')) errs.push(FieldError.invalid('metadata.generateName', m.generateName, e));
   }
   if (namespaced && !m.namespace) errs.push(FieldError.required('metadata.namespace', ''));
+  else if (namespaced && m.namespace) {
+    for (const e of dns1123LabelErrors(m.namespace)) errs.push(FieldError.invalid('metadata.namespace', m.namespace, e));
+  }
   if (!namespaced && m.namespace) errs.push(FieldError.forbidden('metadata.namespace', 'not allowed on this type'));
   errs.push(...validateLabels(m.labels), ...validateAnnotations(m.annotations));
   (m.finalizers ?? []).forEach((f, i) => {
     for (const e of qualifiedNameErrors(f)) errs.push(FieldError.invalid(`metadata.finalizers[${i}]`, f, e));
   });
+  if (m.finalizers?.includes('orphan') && m.finalizers.includes('foregroundDeletion')) {
+    errs.push(FieldError.invalid('metadata.finalizers', 'foregroundDeletion', 'finalizer foregroundDeletion and orphan cannot be both set'));
+  }
   (m.ownerReferences ?? []).forEach((r, i) => {
     const p = `metadata.ownerReferences[${i}]`;
     if (!r.apiVersion) errs.push(FieldError.invalid(`${p}.apiVersion`, r.apiVersion ?? '', 'version must not be empty'));
@@ -108,7 +167,7 @@ function validateAnnotations(annotations: Record<string, string> | undefined): F
   let size = 0;
   for (const [k, v] of Object.entries(annotations ?? {})) {
     for (const e of qualifiedNameErrors(k.toLowerCase())) errs.push(FieldError.invalid('metadata.annotations', k, e));
-    size += k.length + String(v).length;
+    size += Buffer.byteLength(k) + Buffer.byteLength(String(v)); // bytes, as Go's len()
   }
   if (size > totalAnnotationSizeLimit) errs.push(new FieldError('FieldValueTooLong', 'metadata.annotations', `must have at most ${totalAnnotationSizeLimit} bytes`, '', false));
   return errs;

@@ -1,6 +1,6 @@
 // Name and label validation with k8s.io/apimachinery/pkg/util/validation's messages (checked
 // against the Go functions): label keys/values and finalizers (qualified names), object names
-// (DNS-1123 subdomains).
+// (DNS-1123 subdomains), namespaces (DNS-1123 labels).
 
 const qualifiedNameFmt = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
 const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -61,3 +61,14 @@ export function labelValueErrors(value: string): string[] {
 }
 
 
+
+const dns1123LabelRe = new RegExp(`^${dns1123LabelFmt}$`);
+const dns1123LabelErrorMsg = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+
+/** IsDNS1123Label: namespace names. */
+export function dns1123LabelErrors(v: string): string[] {
+  const errs: string[] = [];
+  if (byteLen(v) > 63) errs.push(maxLenError(63));
+  if (!dns1123LabelRe.test(v)) errs.push(regexError(dns1123LabelErrorMsg, dns1123LabelFmt, 'my-name', '123-abc'));
+  return errs;
+}

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Entry } from '../storage/objectCache.js';
 import { objectKey } from '../storage/objectCache.js';
 import { one, parseListOptions, parseWriteOptions, type Query, type WriteOptions } from './listOptions.js';
-import { prepareForCreate, prepareForUpdate, validateMeta, validateMetaUpdate } from './meta.js';
+import { bumpGeneration, metaDecodeError, prepareForCreate, prepareForUpdate, validateMeta, validateMetaUpdate } from './meta.js';
 import { negotiate, type Target } from './negotiation.js';
 import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
 import { listEntries, selection } from './query.js';
@@ -214,8 +214,14 @@ class Handlers {
     if (obj.kind !== undefined && obj.kind !== this.def.kind) {
       throw errors.badRequest(`${what}: the kind in the data (${String(obj.kind)}) does not match the expected kind (${this.def.kind})`);
     }
-    const metadata = obj.metadata ?? {};
-    if (typeof metadata !== 'object' || Array.isArray(metadata)) throw errors.badRequest(`${what}: metadata must be an object`);
+    const metadata = { ...(obj.metadata ?? {}) };
+    if (typeof obj.metadata !== 'object' || Array.isArray(obj.metadata)) {
+      if (obj.metadata !== undefined) throw errors.badRequest(`${what}: metadata must be an object`);
+    }
+    const decodeError = metaDecodeError(metadata);
+    if (decodeError) throw errors.badRequest(`${what}: ${decodeError}`);
+    // No server-side apply yet: the server owns managedFields and keeps none a client sends.
+    delete metadata.managedFields;
     if (this.def.namespaced) {
       if (metadata.namespace && metadata.namespace !== namespace) {
         throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
@@ -238,7 +244,7 @@ class Handlers {
       throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     const next = prepareForUpdate(body, current);
-    return this.validated(reply, next, wo, current, patchFindings);
+    return bumpGeneration(this.validated(reply, next, wo, current, patchFindings), current);
   }
 
   /** Schema + metadata validation; unknown fields per fieldValidation (Strict → 400, Warn → Warning header). */

@@ -62,3 +62,38 @@ test('authorization sees the decoded path and keeps empty segments, as upstream 
   assert.equal(e.resource, 'llamas');
   assert.equal(e.namespace, '');
 });
+
+const llama = (name: string, spec: Record<string, unknown> = { weight: 1, height: 1 }) => ({ apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name }, spec });
+
+test('client-sent managedFields are not stored (no server-side apply yet), so no garbage reaches typed clients', async () => {
+  const body = { ...llama('mf'), metadata: { name: 'mf', managedFields: [{ manager: 'x', time: 'garbage' }] } };
+  const r = await s.request('POST', `${base}/namespaces/mf/llamas`, { body });
+  assert.equal(r.status, 201, r.body);
+  assert.equal(r.json().metadata.managedFields, undefined);
+});
+
+test('generation counts real spec changes only: defaults, pruned unknown fields and no-op patches do not bump it', async () => {
+  const path = `${base}/namespaces/gen/llamas`;
+  assert.equal((await s.request('POST', path, { body: llama('g') })).status, 201);
+  const cur = (await s.request('GET', `${path}/g`)).json();
+  assert.equal(cur.metadata.generation, 1);
+  const put = await s.request('PUT', `${path}/g`, { body: { ...llama('g'), metadata: { name: 'g', resourceVersion: cur.metadata.resourceVersion } } });
+  assert.equal(put.json().metadata.generation, 1, 'a PUT without the defaulted fields changed generation');
+  const ignored = await s.request('PATCH', `${path}/g?fieldValidation=Ignore`, { body: { spec: { bogus: 2 } }, contentType: 'application/merge-patch+json' });
+  assert.equal(ignored.status, 200, ignored.body);
+  assert.equal(ignored.json().metadata.generation, 1);
+  assert.equal(ignored.json().metadata.resourceVersion, put.json().metadata.resourceVersion, 'a patch that changes nothing stored wrote anyway');
+  const real = await s.request('PATCH', `${path}/g`, { body: { spec: { weight: 2 } }, contentType: 'application/merge-patch+json' });
+  assert.equal(real.json().metadata.generation, 2);
+});
+
+test('malformed metadata is a 400 decoding error, an invalid namespace or finalizer pair a 422', async () => {
+  const bad = await s.request('POST', `${base}/namespaces/m/llamas`, { body: { ...llama('x'), metadata: { generateName: 5 } } });
+  assert.equal(bad.status, 400, bad.body);
+  assert.match(bad.json().message, /cannot unmarshal number into Go struct field ObjectMeta\.metadata\.generateName of type string/);
+  const ns = await s.request('POST', `${base}/namespaces/Bad_NS/llamas`, { body: llama('x') });
+  assert.equal(ns.status, 422, ns.body);
+  assert.match(ns.json().message, /metadata\.namespace: Invalid value: "Bad_NS": a lowercase RFC 1123 label/);
+  const both = await s.request('POST', `${base}/namespaces/m/llamas`, { body: { ...llama('x'), metadata: { name: 'x', finalizers: ['orphan', 'foregroundDeletion'] } } });
+  assert.equal(both.status, 422, both.body);
+});
