@@ -224,20 +224,29 @@ function gvk(def: ResourceDefinition) { return { group: def.group, version: def.
 
 export interface BuiltDocument { json: Buffer; hash: string }
 
-/** The OpenAPI 3.0 document of one group-version. */
-export function buildOpenApiV3(group: string, version: string, defs: ResourceDefinition[]): Record<string, unknown> {
-  const all = registeredJsonSchemas();
+/** Each kind's schema and List schema, and every schema the documents must carry (v2 and v3 alike). */
+function documentSchemas(defs: ResourceDefinition[]) {
   const extra: Record<string, JsonSchema> = {};
   const roots: string[] = [metaV1('Status'), metaV1('DeleteOptions'), metaV1('Patch')];
-  const b = OpenApiBuilder.create()
-    .addOpenApiVersion('3.0.0')
-    .addInfo({ title: 'Kubernetes', version: 'unversioned' });
-
-  for (const def of defs) {
+  const kinds = defs.map((def) => {
     const kindRef = kindName(def);
     const listRef = kindSchemaName({ ...gvk(def), kind: listKind(def) });
     extra[listRef] = listSchema(def, kindRef);
     roots.push(kindRef);
+    return { def, kindRef, listRef };
+  });
+  const schemas = { ...registeredJsonSchemas(), ...extra };
+  return { kinds, schemas, schemaNames: schemaClosure([...roots, ...Object.keys(extra)], schemas) };
+}
+
+/** The OpenAPI 3.0 document of one group-version. */
+export function buildOpenApiV3(group: string, version: string, defs: ResourceDefinition[]): Record<string, unknown> {
+  const { kinds, schemaNames, schemas } = documentSchemas(defs);
+  const b = OpenApiBuilder.create()
+    .addOpenApiVersion('3.0.0')
+    .addInfo({ title: 'Kubernetes', version: 'unversioned' });
+
+  for (const { def, kindRef, listRef } of kinds) {
     for (const p of pathsOf(def, kindRef, listRef)) {
       const item: PathItemObject = {};
       for (const o of p.ops) {
@@ -267,10 +276,7 @@ export function buildOpenApiV3(group: string, version: string, defs: ResourceDef
       b.addPath(p.path, item);
     }
   }
-  const schemas = { ...all, ...extra };
-  for (const name of schemaClosure([...roots, ...Object.keys(extra)], schemas)) {
-    b.addSchema(name, schemas[name] as SchemaObject);
-  }
+  for (const name of schemaNames) b.addSchema(name, schemas[name] as SchemaObject);
   return b.getSpec() as unknown as Record<string, unknown>;
 }
 
@@ -289,15 +295,9 @@ function toV2Schema(node: unknown): unknown {
 
 /** The Swagger 2.0 document for all our group-versions (what the aggregator merges into the cluster's /openapi/v2). */
 export function buildOpenApiV2(defs: ResourceDefinition[]): Record<string, unknown> {
-  const all = registeredJsonSchemas();
-  const extra: Record<string, JsonSchema> = {};
-  const roots: string[] = [metaV1('Status'), metaV1('DeleteOptions'), metaV1('Patch')];
+  const { kinds, schemaNames, schemas } = documentSchemas(defs);
   const paths: Record<string, unknown> = {};
-  for (const def of defs) {
-    const kindRef = kindName(def);
-    const listRef = kindSchemaName({ ...gvk(def), kind: listKind(def) });
-    extra[listRef] = listSchema(def, kindRef);
-    roots.push(kindRef);
+  for (const { def, kindRef, listRef } of kinds) {
     for (const p of pathsOf(def, kindRef, listRef)) {
       const item: Record<string, unknown> = {};
       for (const o of p.ops) {
@@ -330,9 +330,8 @@ export function buildOpenApiV2(defs: ResourceDefinition[]): Record<string, unkno
       paths[p.path] = item;
     }
   }
-  const schemas = { ...all, ...extra };
   const definitions: Record<string, unknown> = {};
-  for (const name of schemaClosure([...roots, ...Object.keys(extra)], schemas)) definitions[name] = toV2Schema(schemas[name]);
+  for (const name of schemaNames) definitions[name] = toV2Schema(schemas[name]);
   return { swagger: '2.0', info: { title: 'Kubernetes', version: 'unversioned' }, paths, definitions };
 }
 
