@@ -3,7 +3,9 @@
 // Each test uses its own namespace (standalone mode has no Namespace objects; any name works) and
 // asserts on kubectl's actual output. The last test SIGTERMs the server with a watch open.
 import assert from 'node:assert/strict';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
+import { connect as tlsConnect } from 'node:tls';
+import { generate } from 'selfsigned';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
@@ -572,6 +574,37 @@ describe('kubectl against the standalone server', () => {
     assert.equal(cold.stdout, '');
     // The right token still works.
     assert.equal((await k(['version', '-o', 'json'])).code, 0);
+  });
+
+  test('a rotated serving certificate is served without a restart; kubectl keeps working', async () => {
+    const certs = join(srv.dir, 'certs');
+    const [caCert, caKey] = await Promise.all([readFile(join(certs, 'ca.crt'), 'utf8'), readFile(join(certs, 'ca.key'), 'utf8')]);
+    const rotated = await generate([{ name: 'commonName', value: 'farm-apiserver-rotated' }], {
+      keyType: 'ec', algorithm: 'sha256', ca: { key: caKey, cert: caCert }, notAfterDate: new Date(Date.now() + 864e5),
+      extensions: [{ name: 'basicConstraints', cA: false }, { name: 'extKeyUsage', serverAuth: true },
+        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+    });
+    // Replace atomically, as a Secret volume update does.
+    for (const [file, pem] of [['tls.key', rotated.private], ['tls.crt', rotated.cert]] as const) {
+      await writeFile(join(certs, `${file}.new`), pem, { mode: 0o600 });
+      await rename(join(certs, `${file}.new`), join(certs, file));
+    }
+    const servedCN = () => new Promise<string>((resolve, reject) => {
+      const sock = tlsConnect({ host: '127.0.0.1', port: srv.port, ca: caCert, servername: 'localhost' }, () => {
+        const cn = sock.getPeerCertificate().subject.CN;
+        sock.destroy();
+        resolve(Array.isArray(cn) ? cn.join(',') : (cn ?? ''));
+      });
+      sock.on('error', reject);
+    });
+    const deadline = Date.now() + 20_000;
+    let cn = await servedCN();
+    while (cn !== 'farm-apiserver-rotated' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      cn = await servedCN();
+    }
+    assert.equal(cn, 'farm-apiserver-rotated', `still serving the old certificate\n${srv.log}`);
+    assert.match(await ok(['get', 'llamas', '-A']), /NAMESPACE/);
   });
 
   // Keep last: it stops the server.
