@@ -178,9 +178,14 @@ class FakeUpstream {
   lists: { status: number; items?: unknown[]; rv?: string; continue?: string }[] = [];
   readonly watches: OpenWatch[] = [];
   private waiters: (() => void)[] = [];
+  /** When set, list requests are held until it resolves (to look at the source mid-relist). */
+  listGate?: Promise<void>;
+  listsStarted = 0;
 
   async request(purpose: string, method: string, path: string) {
     this.calls.push(`${purpose} ${method} ${path}`);
+    this.listsStarted++;
+    if (this.listGate) await this.listGate;
     const l = this.lists.length > 1 ? this.lists.shift()! : this.lists[0];
     const body = l.status === 200 ? { items: l.items ?? [], metadata: { resourceVersion: l.rv ?? '1', ...(l.continue ? { continue: l.continue } : {}) } } : { kind: 'Status', code: l.status };
     return { status: l.status, body, text: JSON.stringify(body) };
@@ -273,12 +278,15 @@ describe('FarmPodSource', () => {
     w.send('DELETED', pod('a', { rv: '206' }));
     // A MODIFIED for a Pod not seen before (e.g. after a watch restart) is an ADDED for FarmPod watchers.
     w.send('MODIFIED', pod('c', { rv: '207' }));
+    // A bookmark last: only it can move the RV past the last event.
+    w.send('BOOKMARK', { kind: 'Pod', metadata: { resourceVersion: '210' } });
     await tick();
     assert.deepEqual(seen.events(), ['ADDED farm/b', 'MODIFIED farm/b', 'DELETED farm/a', 'ADDED farm/c']);
     assert.deepEqual(seen.items.map((i) => ('entry' in i ? i.entry.rv : 0)), [201, 202, 206, 207]);
     assert.equal((src.cache.get('farm/b')!.object.status as Record<string, unknown>).status, 'Running');
     assert.equal(src.cache.get('farm/a'), undefined);
-    assert.equal(src.cache.resourceVersion, 207);
+    assert.equal(src.cache.resourceVersion, 210);
+    assert.doesNotThrow(() => src.cache.watch({ fromRV: 210, capacity: 10 }).close());
     seen.close();
   });
 
@@ -379,9 +387,17 @@ describe('FarmPodSource', () => {
     const { up, src } = setup([{ status: 200, rv: '700', items: [] }, { status: 200, rv: '800', items: [pod('z', { rv: '790' })] }]);
     src.reflector.start();
     const w1 = await up.nextWatch(1);
+    let release!: () => void;
+    up.listGate = new Promise<void>((r) => { release = r; });
+    const listsBefore = up.listsStarted;
     w1.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
     w1.end();
+    // Mid-relist (the list is held): still serving, no backoff, no error recorded.
+    while (up.listsStarted === listsBefore) await tick();
     assert.equal(src.unavailable(), undefined);
+    assert.equal(src.reflector.synced, true);
+    assert.equal(src.reflector.lastError, undefined);
+    release();
     await up.nextWatch(2);
     assert.equal(src.unavailable(), undefined);
     assert.deepEqual(src.cache.list().map((e) => e.key), ['farm/z']);

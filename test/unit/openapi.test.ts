@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KUBECTL_BIN as KUBECTL } from '../helpers/kubectl.js';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Fastify from 'fastify';
@@ -240,8 +240,8 @@ describe('OpenAPI v2', () => {
 });
 
 // The real judge: kubectl 1.32 reading our discovery + OpenAPI v3 over HTTPS.
-const KUBECTL = '/usr/bin/kubectl';
-describe('kubectl explain against discovery + OpenAPI v3', { skip: existsSync(KUBECTL) ? false : 'no kubectl' }, () => {
+// No skip: without kubectl this fails loudly (.ci/run checks for it up front).
+describe('kubectl explain against discovery + OpenAPI v3', () => {
   it('explains llama.spec recursively and a field with its description and enum', { timeout: 60_000 }, async () => {
     const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', algorithm: 'sha256' } as never);
     const a = Fastify({ https: { key: pems.private, cert: pems.cert } });
