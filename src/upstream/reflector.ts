@@ -20,6 +20,8 @@ export interface ReflectorOptions {
   log: FastifyBaseLogger;
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /** Items per list page (client-go's pager uses 500). */
+  pageSize?: number;
 }
 
 class Expired extends Error {}
@@ -95,13 +97,13 @@ export class Reflector {
     }
   }
 
-  /** Pages of 500 like client-go's pager, so a large first sync is many short requests. */
+  /** Pages (500 by default, like client-go's pager), so a large first sync is many short requests. */
   private async list(): Promise<void> {
     const items: RawObject[] = [];
     let cont = '';
     let rv = '';
     do {
-      const page = `${this.opts.path}${this.sep()}limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
+      const page = `${this.opts.path}${this.sep()}limit=${this.opts.pageSize ?? 500}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
       const res = await this.upstream.request<{ items?: RawObject[]; metadata?: { resourceVersion?: string; continue?: string } }>(this.opts.purpose, 'GET', page, undefined, 60_000);
       if (res.status !== 200 || !res.body) throw new UpstreamError(res.status, `list ${this.opts.path}: HTTP ${res.status}: ${res.text.slice(0, 300)}`);
       for (const item of res.body.items ?? []) items.push(item);

@@ -13,6 +13,9 @@ import { parse as parseYaml } from 'yaml';
 import { farmPodUid } from '../../src/resources/farmpod.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { startFarmServer } from '../helpers/kubectl.js';
+import { pino } from 'pino';
+import { Upstream } from '../../src/upstream/client.js';
+import { Reflector } from '../../src/upstream/reflector.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'farm-fp-e2e-'));
 const clusterDir = join(tmp, 'cluster');
@@ -645,5 +648,31 @@ test('standalone with --kubeconfig serves FarmPods too: same Pods, token auth, n
     assert.deepEqual(strip(fps.stdout), pods);
   } finally {
     await srv.cleanup();
+  }
+});
+
+test('the Pod reflector pages through a real kube-apiserver list (continue tokens) and then follows its watch', async () => {
+  const upstream = await Upstream.load({ kubeconfig: cluster.cp.adminKubeconfig, inCluster: false });
+  const seen = new Map<string, string>();
+  const events: string[] = [];
+  const quiet = pino({ level: 'silent' });
+  const r = new Reflector(upstream, { purpose: 'paging-test', path: '/api/v1/pods', log: quiet, pageSize: 2 }, {
+    replace: (items) => { seen.clear(); for (const p of items) seen.set(`${p.metadata?.namespace}/${p.metadata?.name}`, p.metadata?.resourceVersion ?? ''); },
+    event: (type, p) => events.push(`${type} ${p.metadata?.namespace}/${p.metadata?.name}`),
+  });
+  r.start();
+  try {
+    await r.waitForSync();
+    const expected = names(await must(['get', 'pods', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\\n"}{end}']));
+    assert.ok(expected.length >= 3, 'needs more Pods than one page holds');
+    assert.deepEqual([...seen.keys()].sort(), expected);
+    assert.ok((upstream.calls.get('paging-test') ?? 0) >= Math.ceil(expected.length / 2), 'the list was not paged');
+    await must(['-n', NS, 'run', 'paged-watch', '--image=nginx', '--restart=Never']);
+    const deadline = Date.now() + WAIT_MS;
+    while (!events.includes(`ADDED ${NS}/paged-watch`) && Date.now() < deadline) await sleep(100);
+    assert.ok(events.includes(`ADDED ${NS}/paged-watch`), `the watch after the paged list missed the new Pod: ${events.join(', ')}`);
+  } finally {
+    r.stop();
+    await kubectl(['-n', NS, 'delete', 'pod', 'paged-watch', '--grace-period=0', '--force']);
   }
 });
