@@ -1,9 +1,8 @@
 // A resource plug-in: one definition drives discovery, OpenAPI, routes, validation and Table output.
 import type { z } from 'zod';
-import type { ObjectCache } from '../storage/objectCache.js';
-import type { KubeObject } from './types.js';
+import type { Entry, ObjectCache } from '../storage/objectCache.js';
 import type { RequestInfo } from './requestInfo.js';
-import type { Entry } from '../storage/objectCache.js';
+import type { KubeObject } from './types.js';
 
 export interface WriteContext {
   /** dryRun=All: compute and validate everything, store nothing, emit no event. */

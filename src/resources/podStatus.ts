@@ -1,6 +1,7 @@
 // The READY / STATUS / RESTARTS that `kubectl get pods` prints, ported from kubectl's printPod
 // (kubernetes/pkg/printers/internalversion/printers.go) so FarmPods read the same at a glance.
 import { age } from '../machinery/duration.js';
+import { rfc3339 } from '../machinery/meta.js';
 
 interface ContainerState {
   waiting?: { reason?: string };
@@ -87,7 +88,7 @@ export function summarizePod(pod: PodLike): PodSummary {
   else if (pod.metadata?.deletionTimestamp && !terminalPhases.has(st.phase ?? '')) reason = 'Terminating';
 
   const summary: PodSummary = { ready: `${readyContainers}/${totalContainers}`, readyContainers, totalContainers, status: reason, restarts };
-  if (restarts !== 0 && lastRestart > 0) summary.lastRestartTime = new Date(lastRestart).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  if (restarts !== 0 && lastRestart > 0) summary.lastRestartTime = rfc3339(new Date(lastRestart));
   return summary;
 }
 

@@ -175,7 +175,8 @@ function writeKubeconfig(path: string, server: string, caFile: string, user: str
 
 // ---------- processes ----------
 
-function freePort(): Promise<number> {
+/** A free loopback port (listen on 0, close, reuse the number). */
+export function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const s = createServer();
     s.unref();

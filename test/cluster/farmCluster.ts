@@ -4,14 +4,13 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
 import { renderManifests } from '../../scripts/manifests.js';
 import { ensureDevCerts } from '../../src/certs/devCerts.js';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
-import { startControlPlane, type ControlPlane } from './controlPlane.js';
+import { freePort, startControlPlane, type ControlPlane } from './controlPlane.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -29,14 +28,6 @@ export interface FarmCluster {
 }
 
 export interface FarmClusterOptions { dir: string; withControllerManager?: boolean; log?: (l: string) => void; farmArgs?: string[] }
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => res(p)); });
-    s.on('error', rej);
-  });
-}
 
 export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCluster> {
   const log = opts.log ?? (() => {});

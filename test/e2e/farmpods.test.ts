@@ -13,6 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { farmPodUid } from '../../src/resources/farmpod.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { startFarmServer } from '../helpers/kubectl.js';
+import { samples } from '../helpers/metrics.js';
 import { pino } from 'pino';
 import { Upstream } from '../../src/upstream/client.js';
 import { Reflector } from '../../src/upstream/reflector.js';
@@ -188,16 +189,6 @@ async function eventually<T>(what: string, timeoutMs: number, fn: () => Promise<
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await sleep(intervalMs);
   }
-}
-
-/** Metric samples of one family from the Prometheus text format, keyed by their printed labels. */
-function samples(text: string, name: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`).exec(line);
-    if (m) out.set(m[1] ?? '', Number(m[2]));
-  }
-  return out;
 }
 
 async function scrape(): Promise<string> {

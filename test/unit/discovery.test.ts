@@ -7,13 +7,13 @@ import {
   AGGREGATED_V2_CONTENT_TYPE, compareKubeAwareVersions, negotiateDiscovery, registerDiscoveryRoutes, storageVersionHash,
 } from '../../src/machinery/discovery.js';
 import { installErrorHandling } from '../../src/machinery/http.js';
-import type { Provider, ResourceDefinition } from '../../src/machinery/resource.js';
+import type { ResourceDefinition } from '../../src/machinery/resource.js';
 import { kindSchema } from '../../src/machinery/schemas.js';
 import { llamaDefinition } from '../../src/resources/llama.js';
+import { readOnlyProvider, writableProvider } from '../helpers/providers.js';
 
-const unused = async (): Promise<never> => { throw new Error('unused'); };
-const writable = { cache: {} as never, create: unused, update: unused, delete: unused } as unknown as Provider;
-const readOnly = { cache: {} as never } as unknown as Provider;
+const writable = writableProvider;
+const readOnly = readOnlyProvider;
 
 const llama = llamaDefinition(writable);
 // A read-only resource in the same group-version, like FarmPods.

@@ -4,17 +4,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createMetrics, METRICS_CONTENT_TYPE } from '../../src/observability/metrics.js';
 import { Upstream } from '../../src/upstream/client.js';
+import { samples } from '../helpers/metrics.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';
-
-/** Sample values of one metric family, keyed by their label set as printed. */
-function samples(text: string, name: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`).exec(line);
-    if (m) out.set(m[1] ?? '', Number(m[2]));
-  }
-  return out;
-}
 
 describe('metrics', () => {
   let ts: TestServer;
