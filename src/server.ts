@@ -1,22 +1,41 @@
 // buildServer(): the fastify instance with every route; main.ts and the tests both use it.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { parse as parseYaml } from 'yaml';
 import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
 import { anonymous } from './auth/types.js';
 import { MAX_BODY_BYTES } from './config.js';
 import { registerDiscoveryRoutes } from './machinery/discovery.js';
-import { installErrorHandling, sendError } from './machinery/http.js';
+import { installBodyParsers } from './machinery/bodies.js';
+import { clientErrorHandler, installErrorHandling, sendError } from './machinery/http.js';
 import { registerOpenApiRoutes } from './machinery/openapi.js';
 import { requestInfo, type RequestInfo } from './machinery/requestInfo.js';
 import type { ResourceDefinition } from './machinery/resource.js';
 import { registerResourceRoutes, type RestOptions } from './machinery/rest.js';
 import { ApiError, errors } from './machinery/status.js';
 import type { WatchSettings } from './machinery/watch.js';
+import { YamlDecoder } from './machinery/yamlBody.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
 import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
 import type { CacheWatcher } from './storage/objectCache.js';
 
 export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
+
+/** Connection limits, as kube-apiserver's secure serving sets them (server/secure_serving.go). */
+export interface HttpLimits {
+  /** Time to receive a request's headers (and, for a new connection, its first request). */
+  readHeaderTimeoutMs: number;
+  /** A keep-alive connection with no request in flight is closed after this. */
+  idleTimeoutMs: number;
+  /** A request body not received completely by then gets 504 and the connection closes. */
+  bodyTimeoutMs: number;
+  /** A TLS handshake not finished by then is dropped. */
+  handshakeTimeoutMs: number;
+  /** Request line + headers. */
+  maxHeaderBytes: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  readHeaderTimeoutMs: 32_000, idleTimeoutMs: 90_000, bodyTimeoutMs: 60_000, handshakeTimeoutMs: 32_000, maxHeaderBytes: 1 << 20,
+};
 
 export interface ServerOptions {
   tls: { key: string; cert: string; ca?: string };
@@ -32,6 +51,7 @@ export interface ServerOptions {
   version: { gitVersion: string };
   /** Serves GET /metrics from `registry` and counts every request in `httpRequests`. */
   metrics?: Pick<FarmMetrics, 'registry' | 'httpRequests'>;
+  http?: Partial<HttpLimits>;
 }
 
 export interface AuthChain {
@@ -49,6 +69,7 @@ declare module 'fastify' {
 export interface FarmServer { app: FastifyInstance; watchers: Set<CacheWatcher>; endWatches(): void }
 
 export function buildServer(opts: ServerOptions): FarmServer {
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
   const app = Fastify({
     loggerInstance: opts.logger,
     routerOptions: { maxParamLength: 1024 },
@@ -56,14 +77,28 @@ export function buildServer(opts: ServerOptions): FarmServer {
     frameworkErrors: (err, _req, reply) => sendError(reply, errors.badRequest(err.message)),
     // Per-request lines cost ~28% of GET throughput; like kube-apiserver's -v=3, only when debugging.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(opts.logger.level) }),
-    https: { key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false },
+    https: {
+      key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false,
+      maxHeaderSize: limits.maxHeaderBytes,
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      // How often Node looks for connections past their header deadline.
+      connectionsCheckingInterval: Math.min(1000, limits.readHeaderTimeoutMs),
+    },
     bodyLimit: MAX_BODY_BYTES,
+    keepAliveTimeout: limits.idleTimeoutMs,
+    // No whole-request or socket-inactivity timeout: a watch may be quiet for its whole life.
+    requestTimeout: 0,
+    connectionTimeout: 0,
+    clientErrorHandler,
     // Idle keep-alive sockets close at once; in-flight requests get the shutdown grace period.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   });
+  app.server.headersTimeout = limits.readHeaderTimeoutMs;
   installErrorHandling(app);
-  installBodyParsers(app);
+  const yaml = new YamlDecoder({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
+  app.addHook('onClose', async () => yaml.close());
+  installBodyParsers(app, { yaml, timeoutMs: limits.bodyTimeoutMs });
   // Before the authn/authz hook: a hook that answers (401/403) skips the hooks after it.
   if (opts.metrics) instrumentRequests(app, opts.metrics.httpRequests, opts.resources);
 
@@ -123,25 +158,4 @@ export function forbidden(user: UserInfo, info: RequestInfo, reason?: string): A
   const subject = info.name ? `${qualified} "${info.name}"` : qualified;
   return errors.forbidden(`${subject} is forbidden: User "${user.username}" cannot ${info.verb} resource "${resource}" ${group}${scope}${suffix}`,
     { name: info.name || undefined, group: info.apiGroup, kind: info.resource });
-}
-
-function installBodyParsers(app: FastifyInstance): void {
-  const json = app.getDefaultJsonParser('error', 'error');
-  const jsonOrEmpty = (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
-    if (body.trim() === '') return done(null, undefined);
-    json(req, body, done);
-  };
-  app.removeContentTypeParser('application/json');
-  for (const ct of ['application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json']) {
-    app.addContentTypeParser(ct, { parseAs: 'string' }, jsonOrEmpty);
-  }
-  for (const ct of ['application/yaml', 'application/apply-patch+yaml']) {
-    app.addContentTypeParser(ct, { parseAs: 'string' }, (_req, body, done) => {
-      try {
-        done(null, parseYaml(body as string, { maxAliasCount: 100 }));
-      } catch (e) {
-        done(errors.badRequest(`error converting YAML to JSON: ${(e as Error).message.split('\n')[0]}`));
-      }
-    });
-  }
 }

@@ -1,6 +1,7 @@
 // The one place errors become HTTP responses: every non-2xx is a metav1.Status.
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { ApiError, errors } from './status.js';
+import { ApiError, errors, type Status } from './status.js';
 
 export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   const status = err.toStatus();
@@ -24,6 +25,8 @@ export function toApiError(err: unknown): ApiError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.badRequest('the request body length does not match Content-Length');
   }
+  // Input nested past what the runtime's recursion reaches: the client's object, not our failure.
+  if (err instanceof RangeError && /call stack/i.test(err.message)) return errors.badRequest('the object is nested too deeply to be processed');
   const statusCode = fe.statusCode;
   if (statusCode && statusCode >= 400 && statusCode < 500) return errors.badRequest(fe.message ?? 'bad request');
   return errors.internal(fe.message ?? String(err));
@@ -36,4 +39,35 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendError(reply, apiErr);
   });
   app.setNotFoundHandler((_req, reply) => sendError(reply, errors.pathNotFound()));
+}
+
+/**
+ * Errors Node's HTTP parser meets before there is a request (fastify's clientErrorHandler): a Status on
+ * the raw socket, then the connection closes. Header timeouts close silently, as Go's server does.
+ */
+export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') { socket.destroy(); return; }
+  let code = 400;
+  let message = `malformed HTTP request: ${err.code ?? 'parse error'}`;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    code = 431;
+    message = 'request header fields too large';
+  } else if (err.code === 'HPE_INVALID_METHOD') {
+    // Go accepts any method token; kube then answers that the method is not allowed.
+    const method = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1').split(' ', 1)[0] : '';
+    if (/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(method)) {
+      code = 405;
+      message = 'the server does not allow this method on the requested resource';
+    }
+  }
+  const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, code,
+    ...(code === 405 ? { reason: 'MethodNotAllowed' as const } : code === 400 ? { reason: 'BadRequest' as const } : {}) };
+  const body = JSON.stringify(status);
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${code} ${code === 431 ? 'Request Header Fields Too Large' : code === 405 ? 'Method Not Allowed' : 'Bad Request'}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroySoon?.();
+  setTimeout(() => socket.destroy(), 1000).unref();
 }

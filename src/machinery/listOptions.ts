@@ -8,7 +8,7 @@ export function one(q: Query, key: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function bool(q: Query, key: string): boolean | undefined {
+export function bool(q: Query, key: string): boolean | undefined {
   const v = one(q, key);
   if (v === undefined || v === '') return undefined;
   if (v === 'true' || v === '1') return true;
@@ -16,11 +16,14 @@ function bool(q: Query, key: string): boolean | undefined {
   throw errors.badRequest(`invalid boolean value for ${key}: ${JSON.stringify(v)}`);
 }
 
-function int(q: Query, key: string): number | undefined {
+/** An int64 query parameter (strconv.ParseInt(v, 10, 64)): anything else is a 400. */
+export function int(q: Query, key: string): number | undefined {
   const v = one(q, key);
   if (v === undefined || v === '') return undefined;
-  if (!/^-?\d+$/.test(v)) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
-  return Number(v);
+  if (!/^[+-]?\d+$/.test(v)) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
+  const n = BigInt(v);
+  if (n > 9223372036854775807n || n < -9223372036854775808n) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);
+  return Number(n);
 }
 
 export interface ListOptions {

@@ -146,7 +146,8 @@ export function validateMetaUpdate(next: ObjectMeta, old: ObjectMeta): FieldErro
   const errs: FieldError[] = [];
   if (next.uid !== old.uid) errs.push(FieldError.invalid('metadata.uid', next.uid, 'field is immutable'));
   if (old.deletionTimestamp) {
-    const added = (next.finalizers ?? []).filter((f) => !(old.finalizers ?? []).includes(f));
+    const had = new Set(old.finalizers ?? []);
+    const added = (next.finalizers ?? []).filter((f) => !had.has(f));
     if (added.length) errs.push(FieldError.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(', ')}}`));
   }
   return errs;

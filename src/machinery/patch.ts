@@ -13,7 +13,8 @@
 // Inputs are never mutated. Object members are always created as own data properties, so a
 // "__proto__" member is an ordinary key (as in Go and JSON.parse) and never reaches a prototype.
 
-import { ApiError, FieldError, errors } from './status.js';
+import { cloneJson, getOwn, isJsonObject, jsonByteSize, jsonEqual, pruneNulls, setOwn, stringifyJson, type Json, type JsonObject } from './jsonValue.js';
+import { ApiError, FieldError, errors, type StatusCause } from './status.js';
 
 /** The ?fieldValidation= of the request. kube-apiserver defaults to Warn; kubectl sends Strict. */
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
@@ -35,41 +36,17 @@ export interface JsonPatchOutcome {
   strictErrors: string[];
 }
 
-type Json = null | boolean | number | string | Json[] | JsonObject;
-interface JsonObject { [k: string]: Json }
-
 const maxJSONPatchOperations = 10000;
+/** JSONPatchMaxCopyBytes: kube-apiserver caps what `copy` operations may add, in bytes of JSON. */
+export const JSON_PATCH_MAX_COPY_BYTES = 3 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------------
 
 const hasOwn = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Sets an own, enumerable data property: safe for "__proto__", "constructor", ... */
-function setOwn(o: JsonObject, k: string, v: Json): void {
-  Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
-}
-
-function getOwn(o: JsonObject, k: string): Json | undefined {
-  return hasOwn(o, k) ? o[k] : undefined;
-}
-
-/** Deep copy of a JSON value into fresh plain objects/arrays (never touches a prototype). */
-function clone(v: unknown): Json {
-  if (Array.isArray(v)) return v.map(clone);
-  if (typeof v === 'object' && v !== null) {
-    const out: JsonObject = {};
-    for (const k of Object.keys(v)) {
-      const x = (v as Record<string, unknown>)[k];
-      if (x !== undefined) setOwn(out, k, clone(x));
-    }
-    return out;
-  }
-  if (v === undefined) return null;
-  return v as Json;
-}
+const isObject = isJsonObject;
+const clone = cloneJson;
 
 /** The name encoding/json gives a JSON value's type in UnmarshalTypeError. */
 function goJsonType(v: unknown): string {
@@ -84,33 +61,25 @@ function goJsonType(v: unknown): string {
 }
 
 /** A patch operation that does not apply: what NewGenericServerResponse(422, ...) makes of it. */
-function notApplicable(reason: string): ApiError {
-  const e = new ApiError(422, 'Invalid', 'the server rejected our request due to an error in our request', {});
+function notApplicable(reason: string, causes?: StatusCause[]): ApiError {
+  const e = new ApiError(422, 'Invalid', 'the server rejected our request due to an error in our request', causes ? { causes } : {});
   Object.defineProperty(e, 'cause', { value: reason, enumerable: false, configurable: true, writable: true });
   return e;
 }
 
 class PatchFailure { constructor(readonly reason: string) {} }
+
+/** The accumulated size of `copy` operations passed JSONPatchMaxCopyBytes (evanphx's AccumulatedCopySizeError). */
+class CopyLimitExceeded extends PatchFailure {
+  constructor(readonly accumulated: number) {
+    super(`Unable to complete the copy, the accumulated size increase of copy is ${accumulated}, exceeding the limit ${JSON_PATCH_MAX_COPY_BYTES}`);
+  }
+}
 const fail = (reason: string): never => { throw new PatchFailure(reason); };
 
 /** json.Marshal of the value as Go prints it: object keys sorted, <, >, & and U+2028/9 escaped. */
 export function goJSON(v: unknown): string {
-  const sorted = (x: unknown): unknown => {
-    if (Array.isArray(x)) return x.map(sorted);
-    if (isObject(x)) {
-      const out: JsonObject = {};
-      for (const k of Object.keys(x).sort(compareUTF8)) setOwn(out, k, sorted(x[k]) as Json);
-      return out;
-    }
-    return x;
-  };
-  return JSON.stringify(sorted(v) ?? null).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-function compareUTF8(a: string, b: string): number {
-  const x = Buffer.from(a, 'utf8');
-  const y = Buffer.from(b, 'utf8');
-  return Buffer.compare(x, y);
+  return stringifyJson(v ?? null, { sortKeys: true, escapeHtml: true })!;
 }
 
 /**
@@ -169,19 +138,6 @@ function merge(cur: Json, patch: Json): Json {
   return cur;
 }
 
-/** pruneNulls: drops null members of objects, recursively, also within arrays (whose null items stay). */
-function pruneNulls(v: Json): Json {
-  if (Array.isArray(v)) {
-    for (const x of v) if (x !== null) pruneNulls(x);
-  } else if (isObject(v)) {
-    for (const k of Object.keys(v)) {
-      if (v[k] === null) delete v[k];
-      else pruneNulls(v[k]);
-    }
-  }
-  return v;
-}
-
 // ---------------------------------------------------------------------------------------------
 // JSON patch (evanphx/json-patch.v4 Patch.Apply, behind handlers.jsonPatcher.applyJSPatch)
 // ---------------------------------------------------------------------------------------------
@@ -228,6 +184,8 @@ export function jsonPatch(target: unknown, ops: unknown, opts: PatchOptions = {}
   try {
     return { object: applyOps(target, list as (JsonObject | null)[]), strictErrors };
   } catch (e) {
+    // kube's 422 has only the generic message; the copy limit also names its cause, which a client can act on.
+    if (e instanceof CopyLimitExceeded) throw notApplicable(e.reason, [{ reason: 'FieldValueInvalid', message: e.reason, field: 'patch' }]);
     if (e instanceof PatchFailure) throw notApplicable(e.reason);
     throw e;
   }
@@ -338,20 +296,10 @@ function stringField(op: JsonObject, name: 'path' | 'from'): string | undefined 
   return typeof v === 'string' ? v : undefined;
 }
 
-function deepEqual(a: Json, b: Json): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
-  if (isObject(a)) {
-    if (!isObject(b)) return false;
-    const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => hasOwn(b, k) && deepEqual(a[k], b[k]));
-  }
-  return false;
-}
-
 function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
   if (typeof target !== 'object' || target === null) fail('document is not a JSON object or array');
   let doc = clone(target) as Container;
+  let copied = 0;
   for (const op of ops) {
     const kind = op && typeof getOwn(op, 'op') === 'string' ? (op.op as string) : 'unknown';
     if (!op) fail(`Unexpected kind: ${kind}`);
@@ -408,7 +356,7 @@ function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
         const path = stringField(o, 'path');
         if (path === undefined) fail('test operation failed to decode path');
         if (path === '') {
-          if (!hasValue || !deepEqual(doc, o.value)) fail(`testing value ${path} failed: test failed`);
+          if (!hasValue || !jsonEqual(doc, o.value)) fail(`testing value ${path} failed: test failed`);
           break;
         }
         const f = findObject(doc, path!) ?? fail(`test operation does not apply: is missing path: ${path}: missing value`);
@@ -418,7 +366,7 @@ function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
           if (hasValue && o.value === null) break;
           fail(`testing value ${path} failed: test failed`);
         }
-        if (!hasValue || !deepEqual(val!, o.value)) fail(`testing value ${path} failed: test failed`);
+        if (!hasValue || !jsonEqual(val!, o.value)) fail(`testing value ${path} failed: test failed`);
         break;
       }
       case 'copy': {
@@ -429,6 +377,10 @@ function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
         const path = stringField(o, 'path');
         if (path === undefined) fail('copy operation failed to decode path: missing value');
         const dst = findObject(doc, path!) ?? fail(`copy operation does not apply: doc is missing destination path: ${path}: missing value`);
+        // Sized before copying, so doubling a subtree 40 times stops at the limit, not at the heap's.
+        // The document stays bounded (target + copies under the limit + the body's values), so is this walk.
+        copied += jsonByteSize(val, Infinity)!;
+        if (copied > JSON_PATCH_MAX_COPY_BYTES) throw new CopyLimitExceeded(copied);
         containerAdd(dst.con, dst.key, clone(val));
         break;
       }

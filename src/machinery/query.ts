@@ -52,20 +52,29 @@ function decodeContinue(s: string, prefix: string): { rv: number; startAfter: st
 
 const tooOldContinue = 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
 
+/** How long a read waits for a resourceVersion the cache has not reached (the watch cache's 3 s). */
+export const FRESHNESS_WAIT_MS = 3000;
+
+/** Waits until the cache has reached `rv`, or answers 504 "Too large resource version" as the watch cache does. */
+export async function waitUntilFresh(cache: ObjectCache, rv: number | undefined): Promise<void> {
+  if (rv === undefined || rv <= cache.resourceVersion) return;
+  if (!(await cache.waitUntilFresh(rv, FRESHNESS_WAIT_MS))) throw errors.tooLargeResourceVersion(rv, cache.resourceVersion);
+}
+
 /** A list as of one resourceVersion, paginated like the etcd3 storage: keys in order, continue = last key + rv. */
-export function listEntries(cache: ObjectCache, sel: Selection, opts: ListOptions): { items: Entry[]; meta: ListMeta } {
+export async function listEntries(cache: ObjectCache, sel: Selection, opts: ListOptions): Promise<{ items: Entry[]; meta: ListMeta }> {
   let atRV: number | undefined;
   let startAfter: string | undefined;
   if (opts.continue) {
+    // The token carries its own resourceVersion (etcd3 store.GetList).
+    if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
     const c = decodeContinue(opts.continue, sel.prefix);
     if (c.rv < cache.oldestRV) throw errors.expired(tooOldContinue);
     atRV = c.rv;
     startAfter = c.startAfter;
   } else {
     const rv = parseRV(opts.resourceVersion);
-    if (rv !== undefined && rv > cache.resourceVersion && opts.resourceVersion !== '0') {
-      throw errors.timeout(`Too large resource version: ${rv}, current: ${cache.resourceVersion}`, 1);
-    }
+    await waitUntilFresh(cache, rv);
     if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
       if (rv < cache.oldestRV) throw errors.expired(`too old resource version: ${rv} (${cache.oldestRV})`);
       atRV = rv;

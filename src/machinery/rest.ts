@@ -2,17 +2,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Entry } from '../storage/objectCache.js';
 import { objectKey } from '../storage/objectCache.js';
-import { one, parseListOptions, parseWriteOptions, type Query, type WriteOptions } from './listOptions.js';
+import { mediaTypeOf, OBJECT_MEDIA_TYPES, PATCH_MEDIA_TYPES, requireMediaType } from './bodies.js';
+import { parseDeleteOptions } from './deleteOptions.js';
+import { one, parseListOptions, parseRV, parseWriteOptions, type Query, type WriteOptions } from './listOptions.js';
 import { bumpGeneration, metaDecodeError, prepareForCreate, prepareForUpdate, validateMeta, validateMetaUpdate } from './meta.js';
 import { negotiate, type Target } from './negotiation.js';
 import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
-import { listEntries, selection } from './query.js';
+import { listEntries, selection, waitUntilFresh } from './query.js';
 import { renderList, renderObject, type Renderable } from './render.js';
 import { apiVersionOf, groupResource, type DeleteOptions, type ResourceDefinition } from './resource.js';
 import { ApiError, errors, FieldError, GoLiteral, type GroupResource } from './status.js';
 import { parseIncludeObject } from './table.js';
 import type { KubeObject } from './types.js';
 import { validateObject } from './validation.js';
+import { Warnings } from './warnings.js';
 import { serveWatch, type WatchSettings } from './watch.js';
 
 export interface RestOptions {
@@ -24,7 +27,6 @@ export interface RestOptions {
 
 type Req = FastifyRequest<{ Params: { namespace?: string; name?: string }; Querystring: Query }>;
 
-const patchTypes = ['application/json-patch+json', 'application/merge-patch+json'];
 
 export function registerResourceRoutes(app: FastifyInstance, def: ResourceDefinition, opts: RestOptions): void {
   const h = new Handlers(def, opts);
@@ -82,14 +84,28 @@ class Handlers {
   }
 
   private send(req: Req, reply: FastifyReply, code: number, item: Renderable, target: Target = 'object') {
+    return this.responder(req, target)(reply, code, item);
+  }
+
+  /**
+   * Negotiates the response before anything is written (406 and a bad includeObject come first, as
+   * upstream's handlers negotiate first); what it returns cannot fail, so a committed write is answered.
+   */
+  private responder(req: Req, target: Target = 'object') {
     const out = negotiate(req.headers.accept, target);
-    const r = renderObject(this.def, item, out, parseIncludeObject(one(req.query, 'includeObject')));
-    return reply.code(code).type(r.contentType).send(r.body);
+    const includeObject = parseIncludeObject(one(req.query, 'includeObject'));
+    return (reply: FastifyReply, code: number, item: Renderable, warnings?: Warnings) => {
+      const r = renderObject(this.def, item, out, includeObject);
+      if (warnings?.size) reply.header('Warning', warnings.headers());
+      return reply.code(code).type(r.contentType).send(r.body);
+    };
   }
 
   async get(req: Req, reply: FastifyReply) {
     const cache = this.provider().cache;
     const name = this.nameOf(req);
+    // GetOptions.resourceVersion is served from the cache (any RV is "not older than" ours) but must parse.
+    await waitUntilFresh(cache, parseRV(one(req.query, 'resourceVersion') ?? ''));
     const entry = cache.get(objectKey(this.namespaceOf(req), name));
     if (!entry) throw errors.notFound(this.gr, name);
     return this.send(req, reply, 200, entry);
@@ -107,7 +123,7 @@ class Handlers {
       return serveWatch(req, reply, { def: this.def, cache, sel, listOpts, out, includeObject: parseIncludeObject(one(req.query, 'includeObject')), settings: this.opts.watch });
     }
     const out = negotiate(req.headers.accept, 'list');
-    const { items, meta } = listEntries(cache, sel, listOpts);
+    const { items, meta } = await listEntries(cache, sel, listOpts);
     const r = renderList(this.def, items, meta, out, parseIncludeObject(one(req.query, 'includeObject')));
     return reply.code(200).type(r.contentType).send(r.body);
   }
@@ -115,24 +131,31 @@ class Handlers {
   async create(req: Req, reply: FastifyReply) {
     const provider = this.provider();
     if (!provider.create) throw errors.methodNotAllowed('create', this.gr);
+    const respond = this.responder(req);
+    requireMediaType(req, OBJECT_MEDIA_TYPES);
     const wo = parseWriteOptions(req.query, 'CreateOptions');
     const namespace = this.namespaceOf(req);
     const body = this.decodeBody(req.body, namespace);
     // Admission (namespace lifecycle) runs before the strategy's validation, as upstream orders them.
     await this.opts.admitCreate?.(this.gr, namespace, body.metadata.name ?? '');
-    const obj = this.validated(reply, prepareForCreate(body, this.now()), wo, undefined);
+    const warnings = new Warnings();
+    const obj = this.validated(warnings, prepareForCreate(body, this.now()), wo, undefined, req.duplicateFields);
     const entry = await provider.create(obj, { dryRun: wo.dryRun });
-    return this.send(req, reply, 201, entry);
+    return respond(reply, 201, entry, warnings);
   }
 
   async update(req: Req, reply: FastifyReply) {
     const provider = this.provider();
     if (!provider.update) throw errors.methodNotAllowed('update', this.gr);
+    const respond = this.responder(req);
+    requireMediaType(req, OBJECT_MEDIA_TYPES);
     const wo = parseWriteOptions(req.query, 'UpdateOptions');
     const body = this.decodeBody(req.body, this.namespaceOf(req));
     const name = this.nameOf(req);
     this.checkName(body, name);
+    let warnings = new Warnings();
     const { entry } = await provider.update(this.namespaceOf(req), name, (current) => {
+      warnings = new Warnings(); // the try-update may run again: only the last attempt's warnings count
       // As the generic registry's Update: a missing object is NotFound first (no create-on-update), then a PUT
       // without resourceVersion is Invalid, worded with the resource as kind and Go's %#v of uint64(0).
       if (!current) throw errors.notFound(this.gr, name);
@@ -140,52 +163,59 @@ class Handlers {
         throw errors.invalid({ group: this.def.group, kind: this.def.plural }, name,
           [FieldError.invalid('metadata.resourceVersion', new GoLiteral('0x0'), 'must be specified for an update')]);
       }
-      return this.updated(reply, body, current, wo, name);
+      return this.updated(warnings, body, current, wo, name, req.duplicateFields);
     }, { dryRun: wo.dryRun });
-    return this.send(req, reply, 200, entry);
+    return respond(reply, 200, entry, warnings);
   }
 
   async patch(req: Req, reply: FastifyReply) {
     const provider = this.provider();
     if (!provider.update) throw errors.methodNotAllowed('patch', this.gr);
-    const contentType = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-    if (!patchTypes.includes(contentType)) throw errors.unsupportedMediaType(patchTypes);
+    const respond = this.responder(req);
+    const contentType = mediaTypeOf(req.headers['content-type']);
+    if (!PATCH_MEDIA_TYPES.includes(contentType)) throw errors.unsupportedMediaType(PATCH_MEDIA_TYPES);
     const wo = parseWriteOptions(req.query, 'PatchOptions');
     if (one(req.query, 'force') !== undefined) {
       throw errors.invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [FieldError.forbidden('force', 'may not be specified for non-apply patch')]);
     }
     const name = this.nameOf(req);
     const namespace = this.namespaceOf(req);
+    let warnings = new Warnings();
     const { entry } = await provider.update(namespace, name, (current) => {
       if (!current) throw errors.notFound(this.gr, name);
+      warnings = new Warnings();
       const fv = { fieldValidation: wo.fieldValidation };
       // Findings about the patch itself come first, then unknown fields of the patched object (as upstream).
-      const { object: patched, strictErrors } = contentType === 'application/json-patch+json'
+      const isJsonPatch = contentType === 'application/json-patch+json';
+      const { object: patched, strictErrors } = isJsonPatch
         ? jsonPatch(current, req.body, fv)
         : { object: applyMergePatch(current, req.body, fv), strictErrors: [] as string[] };
+      const duplicates = wo.fieldValidation === 'Ignore' ? [] : (req.duplicateFields ?? []).map((d) => (isJsonPatch ? `json patch ${d}` : d));
       const body = this.decodeBody(patched, namespace);
       this.checkName(body, name);
-      return this.updated(reply, body, current, wo, name, strictErrors);
+      return this.updated(warnings, body, current, wo, name, [...duplicates, ...strictErrors], true);
     }, { dryRun: wo.dryRun });
-    return this.send(req, reply, 200, entry);
+    return respond(reply, 200, entry, warnings);
   }
 
   async delete(req: Req, reply: FastifyReply) {
     const provider = this.provider();
     if (!provider.delete) throw errors.methodNotAllowed('delete', this.gr);
+    const respond = this.responder(req);
     const { options, dryRun } = this.deleteOptions(req);
     const { entry, deleted } = await provider.delete(this.namespaceOf(req), this.nameOf(req), options, { dryRun });
     // handlers.DeleteResource: 202 only when the object is still there and the client asked orphanDependents=false.
-    return this.send(req, reply, !deleted && options.orphanDependents === false ? 202 : 200, entry);
+    return respond(reply, !deleted && options.orphanDependents === false ? 202 : 200, entry);
   }
 
   async deleteCollection(req: Req, reply: FastifyReply) {
     const provider = this.provider();
     if (!provider.delete) throw errors.methodNotAllowed('deletecollection', this.gr);
+    const out = negotiate(req.headers.accept, 'list');
     const { options, dryRun } = this.deleteOptions(req);
     const listOpts = parseListOptions(req.query);
     const sel = selection(this.def, this.namespaceOf(req), { ...listOpts, limit: 0, continue: '' });
-    const { items, meta } = listEntries(provider.cache, sel, { ...listOpts, limit: 0, continue: '' });
+    const { items, meta } = await listEntries(provider.cache, sel, { ...listOpts, limit: 0, continue: '' });
     const deleted: Entry[] = [];
     for (const e of items) {
       try {
@@ -195,7 +225,6 @@ class Handlers {
         if (!(err instanceof ApiError && err.code === 404)) throw err; // deleted meanwhile
       }
     }
-    const out = negotiate(req.headers.accept, 'list');
     const r = renderList(this.def, deleted, { resourceVersion: dryRun ? meta.resourceVersion : String(provider.cache.resourceVersion) }, out, 'Metadata');
     return reply.code(200).type(r.contentType).send(r.body);
   }
@@ -237,29 +266,30 @@ class Handlers {
   }
 
   /** Optimistic concurrency first (as upstream), then the new object is prepared and validated. */
-  private updated(reply: FastifyReply, body: KubeObject, current: KubeObject | undefined, wo: WriteOptions, name: string, patchFindings?: string[]): KubeObject {
+  private updated(warnings: Warnings, body: KubeObject, current: KubeObject | undefined, wo: WriteOptions, name: string, findings: string[] | undefined, isPatch = false): KubeObject {
     if (!current) throw errors.notFound(this.gr, name);
     const rv = body.metadata.resourceVersion;
     if (rv && rv !== current.metadata.resourceVersion) {
       throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     const next = prepareForUpdate(body, current);
-    return bumpGeneration(this.validated(reply, next, wo, current, patchFindings), current);
+    return bumpGeneration(this.validated(warnings, next, wo, current, findings, isPatch), current);
   }
 
-  /** Schema + metadata validation; unknown fields per fieldValidation (Strict → 400, Warn → Warning header). */
-  private validated(reply: FastifyReply, obj: KubeObject, wo: WriteOptions, old: KubeObject | undefined, patchFindings?: string[]): KubeObject {
+  /**
+   * Schema + metadata validation; decoding findings (duplicate and unknown fields) per fieldValidation:
+   * Strict → 400 (422 for a patch), Warn → collected as warnings, Ignore → dropped.
+   */
+  private validated(warnings: Warnings, obj: KubeObject, wo: WriteOptions, old: KubeObject | undefined, bodyFindings: string[] | undefined, isPatch = false): KubeObject {
     const result = validateObject(this.def, obj);
-    const findings = [...(patchFindings ?? []), ...result.unknownFields.map((f) => `unknown field "${f}"`)];
-    if (findings.length) {
-      if (wo.fieldValidation === 'Strict') {
+    if (wo.fieldValidation !== 'Ignore') {
+      const findings = [...(bodyFindings ?? []), ...result.unknownFields.map((f) => `unknown field "${f}"`)];
+      if (findings.length && wo.fieldValidation === 'Strict') {
         // A patch's strict failure is a 422 on the patch; a create/update body's is a 400 decoding error.
-        if (patchFindings) throw strictDecodingError(obj, findings);
+        if (isPatch) throw strictDecodingError(obj, findings);
         throw errors.badRequest(`${this.def.kind} in version "${this.def.version}" cannot be handled as a ${this.def.kind}: strict decoding error: ${findings.join(', ')}`);
       }
-      if (wo.fieldValidation === 'Warn') {
-        for (const f of findings) reply.header('Warning', `299 - ${JSON.stringify(f)}`);
-      }
+      warnings.addAll(findings);
     }
     const fieldErrors = [...result.errors, ...validateMeta(obj.metadata, this.def.namespaced)];
     if (old) fieldErrors.push(...validateMetaUpdate(obj.metadata, old.metadata));
@@ -270,30 +300,7 @@ class Handlers {
   }
 
   private deleteOptions(req: Req): { options: DeleteOptions; dryRun: boolean } {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    if (typeof body !== 'object' || Array.isArray(body)) throw errors.badRequest('the request body must be a DeleteOptions object');
-    const q = req.query;
-    const qGrace = one(q, 'gracePeriodSeconds');
-    const options: DeleteOptions = {
-      preconditions: body.preconditions as DeleteOptions['preconditions'],
-      propagationPolicy: (body.propagationPolicy ?? one(q, 'propagationPolicy')) as DeleteOptions['propagationPolicy'],
-      orphanDependents: (body.orphanDependents ?? (one(q, 'orphanDependents') === undefined ? undefined : one(q, 'orphanDependents') === 'true')) as boolean | undefined,
-      gracePeriodSeconds: (body.gracePeriodSeconds ?? (qGrace === undefined ? undefined : Number(qGrace))) as number | undefined,
-    };
-    const bodyDry = Array.isArray(body.dryRun) ? (body.dryRun as string[]) : [];
-    const { dryRun } = parseWriteOptions({ ...q, dryRun: [...bodyDry, ...([] as string[]).concat(q.dryRun ?? [])] }, 'DeleteOptions');
-    const errs: FieldError[] = [];
-    const p = options.propagationPolicy;
-    if (p !== undefined && p !== null && !['Foreground', 'Background', 'Orphan'].includes(p)) {
-      errs.push(FieldError.notSupported('propagationPolicy', p, ['Foreground', 'Background', 'Orphan', 'nil']));
-    }
-    if (options.orphanDependents !== undefined && p) {
-      errs.push(FieldError.invalid('propagationPolicy', p, 'orphanDependents and deletionPropagation cannot be both set'));
-    }
-    if (options.gracePeriodSeconds !== undefined && (!Number.isInteger(options.gracePeriodSeconds) || options.gracePeriodSeconds < 0)) {
-      errs.push(FieldError.invalid('gracePeriodSeconds', options.gracePeriodSeconds, 'must be greater than or equal to 0'));
-    }
-    if (errs.length) throw errors.invalid({ group: 'meta.k8s.io', kind: 'DeleteOptions' }, '', errs);
-    return { options, dryRun };
+    requireMediaType(req, OBJECT_MEDIA_TYPES);
+    return parseDeleteOptions(req.body, req.query);
   }
 }

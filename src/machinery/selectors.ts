@@ -284,6 +284,15 @@ export function parseLabelSelector(s: string): LabelSelector {
   return reqs.sort((a, b) => compareBytes(a.key, b.key));
 }
 
+// A long `in (…)` list is matched against every object of a list: look values up, don't scan them.
+const valueSets = new WeakMap<LabelRequirement, Set<string>>();
+function hasValue(r: LabelRequirement, v: string): boolean {
+  if (r.values.length < 16) return r.values.includes(v);
+  let set = valueSets.get(r);
+  if (!set) valueSets.set(r, (set = new Set(r.values)));
+  return set.has(v);
+}
+
 /** Whether the labels satisfy every requirement (an empty selector matches everything). */
 export function matchesLabels(sel: LabelSelector, labels: Record<string, string> | undefined): boolean {
   const lookup = (k: string): string | undefined =>
@@ -292,10 +301,10 @@ export function matchesLabels(sel: LabelSelector, labels: Record<string, string>
     const val = lookup(r.key);
     switch (r.operator) {
       case 'in': case '=': case '==':
-        if (val === undefined || !r.values.includes(val)) return false;
+        if (val === undefined || !hasValue(r, val)) return false;
         break;
       case 'notin': case '!=':
-        if (val !== undefined && r.values.includes(val)) return false;
+        if (val !== undefined && hasValue(r, val)) return false;
         break;
       case 'exists':
         if (val === undefined) return false;

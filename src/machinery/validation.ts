@@ -72,37 +72,38 @@ function rootSchemaOf(def: ResourceDefinition): { root: JsonSchema | undefined; 
 }
 
 /**
- * Walks the input alongside the JSON Schema: lists fields the schema doesn't know and drops `null`
+ * A copy of the input with only the fields the schema knows, listing the others, and without `null`
  * values of non-nullable fields (apiextensions prunes those before validating, so a client's
- * `creationTimestamp: null` is harmless). Objects marked x-kubernetes-preserve-unknown-fields are not descended.
+ * `creationTimestamp: null` is harmless). It descends only where the schema does, so an unknown
+ * subtree of any depth or size costs one path; x-kubernetes-preserve-unknown-fields values are kept as they are.
  */
-function walk(value: unknown, schema: JsonSchema | undefined, path: PathItem[], schemas: Record<string, JsonSchema>, unknown: string[]): void {
+function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[], schemas: Record<string, JsonSchema>, unknown: string[]): unknown {
   const s = resolveSchema(schema, schemas);
-  if (!s || value === null || typeof value !== 'object') return;
+  if (!s || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
-    if (s.items) value.forEach((item, i) => walk(item, s.items, [...path, i], schemas, unknown));
-    return;
+    if (!s.items) return value;
+    return value.map((item, i) => pruned(item, s.items, [...path, i], schemas, unknown));
   }
-  if (s['x-kubernetes-preserve-unknown-fields'] === true && !s.properties) return;
+  if (s['x-kubernetes-preserve-unknown-fields'] === true && !s.properties) return value;
   const obj = value as Record<string, unknown>;
   const props = s.properties;
   const additional = s.additionalProperties;
+  const out: Record<string, unknown> = {};
   for (const key of Object.keys(obj)) {
     const child = obj[key];
-    const childSchema = props?.[key] ?? (additional && typeof additional === 'object' ? additional : undefined);
+    const childSchema = props && Object.prototype.hasOwnProperty.call(props, key) ? props[key] : (additional && typeof additional === 'object' ? additional : undefined);
     if (!childSchema) {
       if (props && s['x-kubernetes-preserve-unknown-fields'] !== true) unknown.push(formatPath([...path, key]));
+      else Object.defineProperty(out, key, { value: child, enumerable: true, writable: true, configurable: true });
       continue;
     }
     if (child === null) {
       const cs = resolveSchema(childSchema, schemas);
-      if (cs && cs.nullable !== true && cs['x-kubernetes-preserve-unknown-fields'] !== true) {
-        delete obj[key];
-        continue;
-      }
+      if (cs && cs.nullable !== true && cs['x-kubernetes-preserve-unknown-fields'] !== true) continue;
     }
-    walk(child, childSchema, [...path, key], schemas, unknown);
+    Object.defineProperty(out, key, { value: pruned(child, childSchema, [...path, key], schemas, unknown), enumerable: true, writable: true, configurable: true });
   }
+  return out;
 }
 
 function issueToFieldError(issue: z.core.$ZodIssue, input: unknown): FieldError {
@@ -171,10 +172,10 @@ export function validateObject(def: ResourceDefinition, obj: unknown): Validatio
   const unknownFields: string[] = [];
   let input = obj;
   if (obj !== null && typeof obj === 'object') {
-    input = structuredClone(obj);
     const { root, schemas } = rootSchemaOf(def);
-    walk(input, root, [], schemas, unknownFields);
+    input = pruned(obj, root, [], schemas, unknownFields);
   }
+  const known = new Set(unknownFields);
   for (let attempt = 0; ; attempt++) {
     const result = def.schema.safeParse(input);
     if (result.success) return { value: result.data as KubeObject, errors: [], unknownFields };
@@ -187,7 +188,7 @@ export function validateObject(def: ResourceDefinition, obj: unknown): Validatio
         const parent = valueAt(input, issue.path as PropertyKey[]);
         for (const k of issue.keys) {
           const p = formatPath([...(issue.path as PathItem[]), k]);
-          if (!unknownFields.includes(p)) unknownFields.push(p);
+          if (!known.has(p)) { known.add(p); unknownFields.push(p); }
           if (parent && typeof parent === 'object') { delete (parent as Record<string, unknown>)[k]; dropped = true; }
         }
         continue;

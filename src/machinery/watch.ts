@@ -5,7 +5,7 @@ import { TooOldError, type CacheWatcher, type ObjectCache, type WatchItem } from
 import type { ListOptions } from './listOptions.js';
 import { parseRV } from './listOptions.js';
 import type { Output } from './negotiation.js';
-import type { Selection } from './query.js';
+import { waitUntilFresh, type Selection } from './query.js';
 import { apiVersionOf, type ResourceDefinition } from './resource.js';
 import { errors } from './status.js';
 import { partialObjectMetadata, table, type IncludeObject } from './table.js';
@@ -31,12 +31,14 @@ interface WatchRequest {
 export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: WatchRequest): Promise<FastifyReply> {
   const { listOpts, cache, sel } = w;
   const rv = parseRV(listOpts.resourceVersion);
+  const initial = listOpts.sendInitialEvents ?? (rv === undefined || rv === 0);
+  // A resume point this server has not reached yet (the future, or another process's): wait, then 504.
+  if (!initial) await waitUntilFresh(cache, rv);
   // The client may have gone while authentication/authorization awaited: subscribe nothing then.
   if (req.raw.socket.destroyed) {
     reply.hijack();
     return reply;
   }
-  const initial = listOpts.sendInitialEvents ?? (rv === undefined || rv === 0);
   let watcher: CacheWatcher | undefined;
   let tooOld: TooOldError | undefined;
   try {
@@ -113,9 +115,15 @@ const line = (type: string, object: string) => `{"type":"${type}","object":${obj
 function encoder(w: WatchRequest): (item: WatchItem) => string {
   const { def, out } = w;
   let columnsSent = false;
+  // k8s.io/apiserver 1.33 (watchListTransformer): the initial-events-end bookmark of a watch-list carries
+  // an empty list of the requested type, JSON-encoded and base64'd, for clients to build their list from.
+  const blueprintList = out.format === 'metadata'
+    ? `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${out.version}","metadata":{},"items":null}\n`
+    : `{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":{},"items":null}\n`;
+  const blueprint = Buffer.from(blueprintList).toString('base64');
   const bookmarkObject = (rv: number, initialEnd: boolean) => {
     const metadata: Record<string, unknown> = { resourceVersion: String(rv) };
-    if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
+    if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true', 'kubernetes.io/initial-events-list-blueprint': blueprint };
     switch (out.format) {
       case 'metadata': return `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/${out.version}","metadata":${JSON.stringify(metadata)}}`;
       case 'table': return table(def, [], { resourceVersion: String(rv) }, { version: out.version, includeObject: 'None', withColumns: false });

@@ -13,6 +13,17 @@ export interface MemoryStoreOptions {
   /** Foreground/Orphan finalizers only make sense when a garbage collector will remove them. */
   garbageCollection: boolean;
   now?: () => Date;
+  /** Where this process's resourceVersions start; defaults to one no earlier process can have reached. */
+  initialRV?: number;
+}
+
+/**
+ * Microseconds since the epoch: resourceVersions of a new process start above any an earlier one could
+ * have issued (it would need a million writes a second), so a client resuming from an old process's RV
+ * gets 410 Expired and relists instead of being accepted with a stale view. Stays below 2^53 until 2255.
+ */
+export function startingResourceVersion(now = Date.now()): number {
+  return now * 1000;
 }
 
 export class MemoryStore implements Provider {
@@ -22,7 +33,7 @@ export class MemoryStore implements Provider {
   private readonly now: () => Date;
 
   constructor(opts: MemoryStoreOptions) {
-    this.cache = new ObjectCache(opts.historyLimit);
+    this.cache = new ObjectCache(opts.historyLimit, opts.initialRV ?? startingResourceVersion());
     this.gr = opts.groupResource;
     this.gc = opts.garbageCollection;
     this.now = opts.now ?? (() => new Date());
@@ -119,5 +130,7 @@ function sameObject(a: KubeObject, b: KubeObject): boolean {
 }
 
 function sameSet(a: string[], b: string[]): boolean {
-  return a.length === b.length && a.every((x) => b.includes(x));
+  if (a.length !== b.length) return false;
+  const inB = new Set(b);
+  return a.every((x) => inB.has(x));
 }

@@ -157,6 +157,8 @@ export class ObjectCache {
   private rv: number;
   /** Every change after this RV is in `history`. */
   private compactedRV: number;
+  /** Readers waiting for the cache to reach a resourceVersion (a client's RV from another process, or the future). */
+  private freshWaiters: { rv: number; done: (fresh: boolean) => void }[] = [];
 
   constructor(readonly historyLimit: number, initialRV = 0) {
     this.rv = initialRV;
@@ -180,6 +182,7 @@ export class ObjectCache {
       this.objects.set(key, change.entry);
     }
     this.rv = change.rv;
+    this.wakeFresh();
     this.history.push(change);
     if (this.history.length > this.historyLimit * 2) this.compact();
     for (const w of this.watchers) w.offer(change);
@@ -203,12 +206,38 @@ export class ObjectCache {
     this.history = [];
     this.rv = rv;
     this.compactedRV = rv;
+    this.wakeFresh();
     this.closeAllWatchers();
   }
 
   /** Advances the RV without a change (e.g. an upstream bookmark). */
   advance(rv: number): void {
     if (rv > this.rv) this.rv = rv;
+    this.wakeFresh();
+  }
+
+  /**
+   * Resolves true once the cache has reached `rv`, or false after `timeoutMs` (the watch cache's
+   * waitUntilFreshAndBlock: its caller then answers "Too large resource version").
+   */
+  waitUntilFresh(rv: number, timeoutMs: number): Promise<boolean> {
+    if (rv <= this.rv) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { rv, done: (fresh: boolean) => { clearTimeout(timer); resolve(fresh); } };
+      const timer = setTimeout(() => {
+        this.freshWaiters = this.freshWaiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.freshWaiters.push(waiter);
+    });
+  }
+
+  private wakeFresh(): void {
+    if (this.freshWaiters.length === 0) return;
+    const ready = this.freshWaiters.filter((w) => w.rv <= this.rv);
+    if (ready.length === 0) return;
+    this.freshWaiters = this.freshWaiters.filter((w) => w.rv > this.rv);
+    for (const w of ready) w.done(true);
   }
 
   /** Sorted entries under `prefix` as of `atRV` (default: now), starting after `startAfter`. */

@@ -229,10 +229,14 @@ describe('llama watch', () => {
     const w = await watch(`${C}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`);
     for (const o of objs) assert.deepEqual(await next(w), { type: 'ADDED', object: o });
     const end = await next(w);
+    // k8s.io/apiserver 1.33 adds the list blueprint: base64 of the JSON of an empty list of the kind.
+    const blueprint = 'kubernetes.io/initial-events-list-blueprint';
     assert.deepEqual(end, {
       type: 'BOOKMARK',
-      object: { kind: 'Llama', apiVersion: 'farm.example.com/v1alpha', metadata: { resourceVersion: rv, annotations: { 'k8s.io/initial-events-end': 'true' } } },
+      object: { kind: 'Llama', apiVersion: 'farm.example.com/v1alpha', metadata: { resourceVersion: rv, annotations: { 'k8s.io/initial-events-end': 'true', [blueprint]: end.object.metadata.annotations?.[blueprint] } } },
     });
+    assert.deepEqual(JSON.parse(Buffer.from(String(end.object.metadata.annotations?.[blueprint]), 'base64').toString('utf8')),
+      { kind: 'LlamaList', apiVersion: 'farm.example.com/v1alpha', metadata: {}, items: null });
     const live = await create(C, llama('i4'));
     assert.deepEqual(await nextChange(w), { type: 'ADDED', object: live });
   });

@@ -1,0 +1,101 @@
+// Decoding a JSON request body as kube's decoders do: nesting deeper than 10,000 is refused before
+// anything builds it, and duplicate keys are found (JSON.parse keeps the last silently; sigs.k8s.io/json
+// reports `duplicate field "a.b[0].c"` for fieldValidation to act on).
+import { MAX_NESTING_DEPTH } from './jsonValue.js';
+import { errors } from './status.js';
+
+export interface DecodedJson {
+  value: unknown;
+  /** Paths of keys that appear twice in one object, in the order met, as sigs.k8s.io/json words them. */
+  duplicateFields: string[];
+}
+
+interface Level { keys?: Set<string>; key?: string; index: number; isArray: boolean }
+
+export function decodeJsonBody(text: string): DecodedJson {
+  const duplicateFields = scan(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw errors.badRequest(`the request body is not valid JSON: ${(e as Error).message}`);
+  }
+  return { value, duplicateFields };
+}
+
+function pathOf(stack: Level[], key: string): string {
+  let s = '';
+  for (const l of stack) {
+    if (l.isArray) s += `[${l.index}]`;
+    else if (l.key !== undefined) s += s ? `.${l.key}` : l.key;
+  }
+  return s ? `${s}.${key}` : key;
+}
+
+/**
+ * One pass over the text: depth and duplicate keys. Invalid JSON is left for JSON.parse to report
+ * (the scan only has to be right for valid input and terminate for any input).
+ */
+function scan(text: string): string[] {
+  const dups: string[] = [];
+  const stack: Level[] = [];
+  const n = text.length;
+  let expectKey = false;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    switch (c) {
+      case 0x7b: // {
+      case 0x5b: // [
+        if (stack.length >= MAX_NESTING_DEPTH) {
+          throw errors.badRequest(`the request body is not valid JSON: invalid character '${text[i]}' exceeded max depth of ${MAX_NESTING_DEPTH}`);
+        }
+        stack.push({ index: 0, isArray: c === 0x5b });
+        expectKey = c === 0x7b;
+        break;
+      case 0x7d: // }
+      case 0x5d: // ]
+        stack.pop();
+        expectKey = false;
+        break;
+      case 0x2c: { // ,
+        const top = stack[stack.length - 1];
+        if (top?.isArray) top.index++;
+        else if (top) expectKey = true;
+        break;
+      }
+      case 0x22: { // "
+        const end = stringEnd(text, i);
+        if (end < 0) return dups; // unterminated: JSON.parse reports it
+        if (expectKey) {
+          const top = stack[stack.length - 1];
+          const raw = text.slice(i + 1, end);
+          let key = raw;
+          if (raw.includes('\\')) {
+            try { key = JSON.parse(text.slice(i, end + 1)) as string; } catch { return dups; }
+          }
+          if (key === '__proto__') throw errors.badRequest('the request body is not valid JSON: object contains forbidden prototype property');
+          top.keys ??= new Set();
+          if (top.keys.has(key)) dups.push(`duplicate field ${JSON.stringify(pathOf(stack.slice(0, -1), key))}`);
+          else top.keys.add(key);
+          top.key = key;
+          expectKey = false;
+        }
+        i = end;
+        break;
+      }
+    }
+  }
+  return dups;
+}
+
+/** Index of the quote closing the string opened at `start`, or -1. */
+function stringEnd(text: string, start: number): number {
+  let j = start;
+  for (;;) {
+    j = text.indexOf('"', j + 1);
+    if (j < 0) return -1;
+    let backslashes = 0;
+    for (let k = j - 1; text.charCodeAt(k) === 0x5c; k--) backslashes++;
+    if (backslashes % 2 === 0) return j;
+  }
+}
