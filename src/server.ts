@@ -2,6 +2,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
 import { anonymous } from './auth/types.js';
+import { impersonatedUser } from './auth/impersonation.js';
 import { MAX_BODY_BYTES } from './config.js';
 import { registerDiscoveryRoutes } from './machinery/discovery.js';
 import { installBodyParsers } from './machinery/bodies.js';
@@ -111,6 +112,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
       const path = req.info.path;
       if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
       if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
+      req.user = await impersonatedUser(req, req.user, auth.authorizer, forbidden);
       const decision = await auth.authorizer.authorize(req.user, req.info, req);
       if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
       const info = req.info;

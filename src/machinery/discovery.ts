@@ -241,10 +241,20 @@ export function registerDiscoveryRoutes(app: FastifyInstance, defs: ResourceDefi
   app.get('/apis/:group/:version', notFound);
 
   if (opts.standalone) {
+    // Standalone serves one core resource, the implicit namespaces below; discovery says so, because
+    // clients that walk all of discovery (kube-rs Discovery::run) fail on a core group without versions.
+    const namespaces = { resource: 'namespaces', responseKind: { group: '', version: 'v1', kind: 'Namespace' }, scope: 'Cluster', singularResource: 'namespace', verbs: ['get'] };
+    const coreItems = [{ metadata: { name: '' }, versions: [{ version: 'v1', resources: [namespaces], freshness: 'Current' }] }];
     const emptyAggregated = {
-      v2: prepare({ kind: AGGREGATED_KIND, apiVersion: `${DISCOVERY_GROUP}/v2`, metadata: {}, items: [] }),
-      v2beta1: prepare({ kind: AGGREGATED_KIND, apiVersion: `${DISCOVERY_GROUP}/v2beta1`, metadata: {}, items: [] }),
+      v2: prepare({ kind: AGGREGATED_KIND, apiVersion: `${DISCOVERY_GROUP}/v2`, metadata: {}, items: coreItems }),
+      v2beta1: prepare({ kind: AGGREGATED_KIND, apiVersion: `${DISCOVERY_GROUP}/v2beta1`, metadata: {}, items: coreItems }),
     };
+    const coreResources = prepare({ kind: 'APIResourceList', groupVersion: 'v1',
+      resources: [{ name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['get'] }] });
+    app.get('/api/v1', async (req, reply) => {
+      if (!negotiateDiscovery(req.headers.accept, false)) throw notAcceptable();
+      return send(req, reply, coreResources, 'application/json');
+    });
     app.get('/api', async (req, reply) => {
       const format = negotiateDiscovery(req.headers.accept, true);
       if (!format) throw notAcceptable();
@@ -252,7 +262,7 @@ export function registerDiscoveryRoutes(app: FastifyInstance, defs: ResourceDefi
       const serverAddress = req.headers.host ?? `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? 443}`;
       const body = prepare({
         kind: 'APIVersions',
-        versions: [],
+        versions: ['v1'],
         serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
       });
       return send(req, reply, body, 'application/json');

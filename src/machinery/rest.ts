@@ -96,8 +96,11 @@ class Handlers {
     const includeObject = parseIncludeObject(one(req.query, 'includeObject'));
     return (reply: FastifyReply, code: number, item: Renderable, warnings?: Warnings) => {
       const r = renderObject(this.def, item, out, includeObject);
-      if (warnings?.size) reply.header('Warning', warnings.headers());
-      return reply.code(code).type(r.contentType).send(r.body);
+      if (!warnings?.size) return reply.code(code).type(r.contentType).send(r.body);
+      // Node writes the header block in the body's encoding when the body is a string; a Buffer body
+      // makes it Latin-1, which keeps the warnings' UTF-8 bytes as they are (see warnings.ts).
+      reply.header('Warning', warnings.headers());
+      return reply.code(code).type(r.contentType).send(Buffer.from(r.body));
     };
   }
 

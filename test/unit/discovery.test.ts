@@ -188,17 +188,25 @@ describe('aggregated discovery', () => {
 });
 
 describe('standalone extras', () => {
-  it('GET /api is an empty APIVersions (legacy) and an empty aggregated list', async () => {
+  it('GET /api lists core v1 with the implicit namespaces (legacy and aggregated), as clients that walk discovery need', async () => {
     const a = app(true);
     const legacy = await a.inject({ url: '/api', headers: { host: '127.0.0.1:8443' } });
     assert.equal(legacy.statusCode, 200);
     assert.deepEqual(legacy.json(), {
-      kind: 'APIVersions', versions: [],
+      kind: 'APIVersions', versions: ['v1'],
       serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:8443' }],
     });
+    const v1 = await a.inject({ url: '/api/v1' });
+    assert.equal(v1.statusCode, 200);
+    assert.deepEqual(v1.json(), { kind: 'APIResourceList', groupVersion: 'v1',
+      resources: [{ name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['get'] }] });
     const agg = await a.inject({ url: '/api', headers: { accept: AGG_ACCEPT } });
     assert.equal(agg.headers['content-type'], AGGREGATED_V2_CONTENT_TYPE);
-    assert.deepEqual(agg.json(), { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: [] });
+    assert.deepEqual(agg.json(), { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: [{
+      metadata: { name: '' },
+      versions: [{ version: 'v1', freshness: 'Current', resources: [
+        { resource: 'namespaces', responseKind: { group: '', version: 'v1', kind: 'Namespace' }, scope: 'Cluster', singularResource: 'namespace', verbs: ['get'] }] }],
+    }] });
   });
 
   it('GET /version has version.Info\'s shape', async () => {
