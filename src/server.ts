@@ -93,8 +93,11 @@ export function buildServer(opts: ServerOptions): FarmServer {
     clientErrorHandler,
     // Idle keep-alive sockets close at once; in-flight requests get the shutdown grace period.
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // Requests arriving while closing get our 503 Status (fastify's own would not be one).
+    return503OnClosing: false,
   });
+  let closing = false;
+  app.addHook('preClose', async () => { closing = true; });
   app.server.headersTimeout = limits.readHeaderTimeoutMs;
   installErrorHandling(app);
   const yaml = new YamlDecoder({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
@@ -105,6 +108,10 @@ export function buildServer(opts: ServerOptions): FarmServer {
 
   app.addHook('onRequest', async (req, reply) => {
     try {
+      if (closing) {
+        reply.header('connection', 'close');
+        throw errors.serviceUnavailable('the server is shutting down');
+      }
       req.info = requestInfo(req.method, req.url);
       const { auth } = opts;
       req.user = await authenticate(req, auth.authenticators);

@@ -1,6 +1,7 @@
 // Delegated authentication and authorization as k8s.io/apiserver does it for an aggregated server:
 // trust comes from kube-system/extension-apiserver-authentication (watched, so CA rotation needs no
 // restart); tokens via TokenReview; decisions via SubjectAccessReview; both cached 10 s.
+import { headerText, headerValues as utf8HeaderValues } from './headers.js';
 import { createHash, type X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
@@ -67,7 +68,7 @@ export class TrustSource {
 }
 
 function headerValues(req: FastifyRequest, name: string): string[] {
-  return req.raw.headersDistinct[name] ?? [];
+  return utf8HeaderValues(req.raw.headersDistinct, name);
 }
 
 /** Front-proxy identity: X-Remote-* trusted only from a client cert of the requestheader CA with an allowed CN. */
@@ -96,7 +97,7 @@ export function requestHeaderAuthenticator(trust: () => AuthenticationTrust): Au
         const prefix = rh.extraPrefixes.find((p) => name.startsWith(p));
         if (!prefix || !values) continue;
         const key = pathUnescape(name.slice(prefix.length)).toLowerCase();
-        (extra[key] ??= []).push(...values);
+        (extra[key] ??= []).push(...values.map(headerText));
       }
       return { username, uid, groups, extra };
     },

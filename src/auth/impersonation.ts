@@ -4,6 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { RequestInfo } from '../machinery/requestInfo.js';
 import { ApiError, errors } from '../machinery/status.js';
+import { headerValues } from './headers.js';
 import type { Authorizer, UserInfo } from './types.js';
 
 const extraPrefix = 'impersonate-extra-';
@@ -23,7 +24,9 @@ function unescapeExtraKey(key: string): string {
 
 /** The identities a request asks to act as, in upstream's order; throws 400 for groups/extra/uid without a user. */
 function wantedIdentities(req: FastifyRequest): { wanted: Wanted[]; defaultGroups: string[] } {
-  const h: NodeJS.Dict<string[]> = req.raw.headersDistinct;
+  const raw: NodeJS.Dict<string[]> = req.raw.headersDistinct;
+  const h: NodeJS.Dict<string[]> = {};
+  for (const name of Object.keys(raw)) if (name.startsWith('impersonate-')) h[name] = headerValues(raw, name);
   const wanted: Wanted[] = [];
   const userName = h['impersonate-user']?.[0] ?? '';
   const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(userName);

@@ -29,6 +29,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof RangeError && /call stack/i.test(err.message)) return errors.badRequest('the object is nested too deeply to be processed');
   const statusCode = fe.statusCode;
   if (statusCode && statusCode >= 400 && statusCode < 500) return errors.badRequest(fe.message ?? 'bad request');
+  if (statusCode === 503) return errors.serviceUnavailable(fe.message ?? 'the server is currently unable to handle the request');
   return errors.internal(fe.message ?? String(err));
 }
 
