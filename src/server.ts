@@ -13,7 +13,7 @@ import type { ResourceDefinition } from './machinery/resource.js';
 import { registerResourceRoutes, type RestOptions } from './machinery/rest.js';
 import { ApiError, errors } from './machinery/status.js';
 import type { WatchSettings } from './machinery/watch.js';
-import { YamlDecoder } from './machinery/yamlBody.js';
+import { YamlCodec } from './machinery/yamlCodec.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
 import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
 import type { CacheWatcher } from './storage/objectCache.js';
@@ -100,9 +100,11 @@ export function buildServer(opts: ServerOptions): FarmServer {
   app.addHook('preClose', async () => { closing = true; });
   app.server.headersTimeout = limits.readHeaderTimeoutMs;
   installErrorHandling(app);
-  const yaml = new YamlDecoder({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
-  app.addHook('onClose', async () => yaml.close());
-  installBodyParsers(app, { yaml, timeoutMs: limits.bodyTimeoutMs });
+  // Two workers: a hostile request body occupying one never delays YAML responses.
+  const yamlIn = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
+  const yaml = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
+  app.addHook('onClose', async () => { yamlIn.close(); yaml.close(); });
+  installBodyParsers(app, { yaml: yamlIn, timeoutMs: limits.bodyTimeoutMs });
   // Before the authn/authz hook: a hook that answers (401/403) skips the hooks after it.
   if (opts.metrics) instrumentRequests(app, opts.metrics.httpRequests, opts.resources);
 
@@ -139,7 +141,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
   if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
   registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
   registerOpenApiRoutes(app, opts.resources);
-  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, admitCreate: opts.admitCreate });
+  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate });
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
   app.addHook('preClose', async () => endWatches());

@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { decodeJsonBody, type DecodedJson } from './jsonBody.js';
 import { errors } from './status.js';
-import type { YamlDecoder } from './yamlBody.js';
+import type { YamlCodec } from './yamlCodec.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +35,7 @@ export function requireMediaType(req: FastifyRequest, accepted: string[]): void 
 }
 
 export interface BodyOptions {
-  yaml: YamlDecoder;
+  yaml: YamlCodec;
   /** A body not received completely by then is refused with 504, as kube's request timeout would. */
   timeoutMs: number;
 }

@@ -19,9 +19,8 @@ function regexError(msg: string, fmt: string, ...examples: string[]): string {
   return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
 }
 
-const utf8 = new TextEncoder();
-/** Go's len(string): bytes of UTF-8. */
-const byteLen = (s: string) => utf8.encode(s).length;
+/** Go's len(string): bytes of UTF-8 (counted without encoding: this runs per label and finalizer). */
+const byteLen = (s: string) => Buffer.byteLength(s, 'utf8');
 
 /** IsDNS1123Subdomain: errors, empty when valid. */
 export function dns1123SubdomainErrors(v: string): string[] {

@@ -9,17 +9,20 @@ import { bumpGeneration, metaDecodeError, prepareForCreate, prepareForUpdate, va
 import { negotiate, type Target } from './negotiation.js';
 import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
 import { listEntries, selection, waitUntilFresh } from './query.js';
-import { renderList, renderObject, type Renderable } from './render.js';
+import { renderList, renderObject, type Renderable, type Rendered } from './render.js';
 import { apiVersionOf, groupResource, type DeleteOptions, type ResourceDefinition } from './resource.js';
 import { ApiError, errors, FieldError, GoLiteral, type GroupResource } from './status.js';
 import { parseIncludeObject } from './table.js';
 import type { KubeObject } from './types.js';
 import { validateObject } from './validation.js';
 import { Warnings } from './warnings.js';
+import type { YamlCodec } from './yamlCodec.js';
 import { serveWatch, type WatchSettings } from './watch.js';
 
 export interface RestOptions {
   watch: WatchSettings;
+  /** Writes YAML responses off the event loop. */
+  yaml: YamlCodec;
   now?: () => Date;
   /** Admission before a create (e.g. namespace lifecycle); throws ApiError to refuse. */
   admitCreate?: (gr: GroupResource, namespace: string | undefined, name: string) => Promise<void>;
@@ -94,14 +97,19 @@ class Handlers {
   private responder(req: Req, target: Target = 'object') {
     const out = negotiate(req.headers.accept, target);
     const includeObject = parseIncludeObject(one(req.query, 'includeObject'));
-    return (reply: FastifyReply, code: number, item: Renderable, warnings?: Warnings) => {
+    return async (reply: FastifyReply, code: number, item: Renderable, warnings?: Warnings) => {
       const r = renderObject(this.def, item, out, includeObject);
-      if (!warnings?.size) return reply.code(code).type(r.contentType).send(r.body);
+      const body = await this.body(r);
+      if (!warnings?.size) return reply.code(code).type(r.contentType).send(body);
       // Node writes the header block in the body's encoding when the body is a string; a Buffer body
       // makes it Latin-1, which keeps the warnings' UTF-8 bytes as they are (see warnings.ts).
       reply.header('Warning', warnings.headers());
-      return reply.code(code).type(r.contentType).send(Buffer.from(r.body));
+      return reply.code(code).type(r.contentType).send(Buffer.from(body));
     };
+  }
+
+  private async body(r: Rendered): Promise<string> {
+    return r.yaml ? this.opts.yaml.encode(r.body) : r.body;
   }
 
   async get(req: Req, reply: FastifyReply) {
@@ -128,7 +136,7 @@ class Handlers {
     const out = negotiate(req.headers.accept, 'list');
     const { items, meta } = await listEntries(cache, sel, listOpts);
     const r = renderList(this.def, items, meta, out, parseIncludeObject(one(req.query, 'includeObject')));
-    return reply.code(200).type(r.contentType).send(r.body);
+    return reply.code(200).type(r.contentType).send(await this.body(r));
   }
 
   async create(req: Req, reply: FastifyReply) {
@@ -229,7 +237,7 @@ class Handlers {
       }
     }
     const r = renderList(this.def, deleted, { resourceVersion: dryRun ? meta.resourceVersion : String(provider.cache.resourceVersion) }, out, 'Metadata');
-    return reply.code(200).type(r.contentType).send(r.body);
+    return reply.code(200).type(r.contentType).send(await this.body(r));
   }
 
   /** A body must be this kind's object; its namespace defaults to the request's and may not differ. */
