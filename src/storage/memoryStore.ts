@@ -7,6 +7,9 @@ import type { KubeObject, ObjectMeta } from '../machinery/types.js';
 import { rfc3339 } from '../machinery/meta.js';
 import { makeEntry, objectKey, ObjectCache, type Entry } from './objectCache.js';
 
+/** The largest object stored, in bytes of JSON: what the largest request body (3 MiB) can carry. */
+export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;
+
 export interface MemoryStoreOptions {
   groupResource: GroupResource;
   historyLimit: number;
@@ -118,6 +121,10 @@ export class MemoryStore implements Provider {
     if (rv === 0) delete metadata.resourceVersion;
     const stamped: KubeObject = { ...obj, metadata };
     const entry = makeEntry(key, stamped, rv);
+    // etcd refuses large values too; here the bound keeps patches from growing an object without end.
+    if (entry.json.length > MAX_OBJECT_BYTES / 3 && Buffer.byteLength(entry.json) > MAX_OBJECT_BYTES) {
+      throw errors.tooLarge(`Request entity too large: the object would be ${Buffer.byteLength(entry.json)} bytes of JSON, the limit is ${MAX_OBJECT_BYTES}`);
+    }
     if (!ctx.dryRun) this.cache.apply({ type, rv, entry, prev });
     return entry;
   }

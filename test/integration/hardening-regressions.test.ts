@@ -53,6 +53,16 @@ describe('1. memory amplification', () => {
     assert.equal((await s.request('GET', `${coll}/copycat`)).body, before);
   });
 
+  it('patches cannot grow a llama past 3 MiB of JSON: 413, and the stored llama stays as it was', async () => {
+    const finalizers = Array.from({ length: 200_000 }, (_, i) => `x/${i}`);
+    assert.equal((await s.request('POST', coll, { body: llama('grower', { metadata: { name: 'grower', finalizers } }) })).status, 201);
+    const before = (await s.request('GET', `${coll}/grower`)).body;
+    const labels = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`k${i}`, 'v'.repeat(20)]));
+    expectStatus(await s.request('PATCH', `${coll}/grower`, { body: { metadata: { labels } }, contentType: 'application/merge-patch+json' }),
+      413, 'RequestEntityTooLarge', /limit is 3145728/);
+    assert.equal((await s.request('GET', `${coll}/grower`)).body, before);
+  });
+
   it('a YAML alias bomb is refused with 400, not expanded', async () => {
     const levels = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
     for (let i = 1; i < 9; i++) levels.push(`${'abcdefghi'[i]}: &${'abcdefghi'[i]} [${Array(9).fill(`*${'abcdefghi'[i - 1]}`).join(',')}]`);
