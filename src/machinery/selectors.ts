@@ -41,6 +41,8 @@ const isWhitespace = (ch: string) => ch === ' ' || ch === '\t' || ch === '\r' ||
 const isSpecialSymbol = (ch: string) =>
   ch === '=' || ch === '!' || ch === '(' || ch === ')' || ch === ',' || ch === '>' || ch === '<';
 
+const identifierRun = /[^=!(),><\t\r\n \0]*/y;
+
 /** Upstream's Lexer: reads bytes, with NUL (or the end) meaning end of input. */
 class Lexer {
   private pos = 0;
@@ -54,13 +56,11 @@ class Lexer {
   private unread(): void { this.pos--; }
 
   private scanIDOrKeyword(): Item {
-    let buf = '';
-    for (;;) {
-      const ch = this.read();
-      if (ch === '\0') break;
-      if (isSpecialSymbol(ch) || isWhitespace(ch)) { this.unread(); break; }
-      buf += ch;
-    }
+    // Up to a special symbol, whitespace or NUL, in one match (a 1 MiB selector is one header away).
+    identifierRun.lastIndex = this.pos;
+    const buf = identifierRun.exec(this.s)?.[0] ?? '';
+    this.pos += buf.length;
+    if (this.s[this.pos] === '\0') this.pos++; // upstream reads the NUL that ends the run, without unread
     const t = string2token.get(buf);
     return t !== undefined ? { tok: t, lit: buf } : { tok: 'Identifier', lit: buf };
   }
