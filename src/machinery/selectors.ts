@@ -295,36 +295,61 @@ function hasValue(r: LabelRequirement, v: string): boolean {
 
 /** Whether the labels satisfy every requirement (an empty selector matches everything). */
 export function matchesLabels(sel: LabelSelector, labels: Record<string, string> | undefined): boolean {
-  const lookup = (k: string): string | undefined =>
-    labels && Object.prototype.hasOwnProperty.call(labels, k) ? labels[k] : undefined;
-  for (const r of sel) {
-    const val = lookup(r.key);
-    switch (r.operator) {
-      case 'in': case '=': case '==':
-        if (val === undefined || !hasValue(r, val)) return false;
-        break;
-      case 'notin': case '!=':
-        if (val !== undefined && hasValue(r, val)) return false;
-        break;
-      case 'exists':
-        if (val === undefined) return false;
-        break;
-      case '!':
-        if (val !== undefined) return false;
-        break;
-      case 'gt': case 'lt': {
-        if (val === undefined || r.values.length !== 1) return false;
-        const lv = parseInt64(val);
-        const rv = parseInt64(r.values[0]);
-        if (lv === undefined || rv === undefined) return false;
-        if (r.operator === 'gt' ? !(lv > rv) : !(lv < rv)) return false;
-        break;
-      }
-      default:
-        return false;
+  if (sel.length < 16) return sel.every((r) => satisfies(r, labelOf(labels, r.key)));
+  let split = splitSelectors.get(sel);
+  if (!split) splitSelectors.set(sel, (split = splitByPresence(sel)));
+  if (!split.needsKey.every((r) => satisfies(r, labelOf(labels, r.key)))) return false;
+  // Requirements that an absent key satisfies: only the object's own labels can fail them.
+  if (labels) {
+    for (const k of Object.keys(labels)) {
+      for (const r of split.absentOk.get(k) ?? []) if (!satisfies(r, labels[k])) return false;
     }
   }
   return true;
+}
+
+const labelOf = (labels: Record<string, string> | undefined, k: string): string | undefined =>
+  labels && Object.prototype.hasOwnProperty.call(labels, k) ? labels[k] : undefined;
+
+/**
+ * A long selector checked against every object of a list: requirements a missing label satisfies
+ * (!=, notin, !) are indexed by key, so an object costs its own labels, not the selector's length.
+ */
+const splitSelectors = new WeakMap<LabelSelector, { needsKey: LabelRequirement[]; absentOk: Map<string, LabelRequirement[]> }>();
+function splitByPresence(sel: LabelSelector) {
+  const needsKey: LabelRequirement[] = [];
+  const absentOk = new Map<string, LabelRequirement[]>();
+  for (const r of sel) {
+    if (r.operator === 'notin' || r.operator === '!=' || r.operator === '!') {
+      const list = absentOk.get(r.key);
+      if (list) list.push(r); else absentOk.set(r.key, [r]);
+    } else {
+      needsKey.push(r);
+    }
+  }
+  return { needsKey, absentOk };
+}
+
+function satisfies(r: LabelRequirement, val: string | undefined): boolean {
+  switch (r.operator) {
+    case 'in': case '=': case '==':
+      return val !== undefined && hasValue(r, val);
+    case 'notin': case '!=':
+      return val === undefined || !hasValue(r, val);
+    case 'exists':
+      return val !== undefined;
+    case '!':
+      return val === undefined;
+    case 'gt': case 'lt': {
+      if (val === undefined || r.values.length !== 1) return false;
+      const lv = parseInt64(val);
+      const rv = parseInt64(r.values[0]);
+      if (lv === undefined || rv === undefined) return false;
+      return r.operator === 'gt' ? lv > rv : lv < rv;
+    }
+    default:
+      return false;
+  }
 }
 
 function requirementToString(r: LabelRequirement): string {

@@ -278,3 +278,37 @@ describe('field value escaping', () => {
     throws400(() => unescapeFieldValue('a,'), 'invalid field selector: unescaped character in value: 44');
   });
 });
+
+describe('matchesLabels on long selectors (indexed by key) agrees with checking every requirement', () => {
+  it('for 2,000 random selectors of 16-60 requirements against random label sets', () => {
+    let seed = 42;
+    // An LCG's low bits repeat quickly: use its high bits.
+    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return Math.floor(seed / 65536) % n; };
+    const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
+    const vals = ['1', '2', '3', 'x'];
+    const pick = <T>(xs: T[]) => xs[rand(xs.length)];
+    const outcomes = { true: 0, false: 0 };
+    for (let n = 0; n < 2000; n++) {
+      const labels: Record<string, string> = {};
+      for (let i = 0; i < 3; i++) labels[pick(keys)] = pick(vals);
+      const present = Object.keys(labels);
+      // Mostly requirements a missing label satisfies, so that they decide many outcomes; now and
+      // then one that needs a label, on a key the object may have.
+      const terms: string[] = [];
+      for (let i = 16 + rand(45); i > 0; i--) {
+        const k = pick(keys);
+        terms.push(pick([`${k}!=${pick(vals)}`, `${k} notin (${pick(vals)},${pick(vals)})`, `!${k}`, `${k}!=${pick(vals)}`]));
+      }
+      if (rand(2)) {
+        const k = pick(present);
+        terms.push(pick([`${k}=${pick(vals)}`, `${k} in (${pick(vals)},${pick(vals)})`, k, `${k}>${rand(4)}`]));
+      }
+      const sel = parseLabelSelector(terms.join(','));
+      // The reference: each requirement checked on its own.
+      const reference = sel.every((r) => matchesLabels([r], labels));
+      assert.equal(matchesLabels(sel, labels), reference, `${terms.join(',')} on ${JSON.stringify(labels)}`);
+      outcomes[String(reference) as 'true' | 'false']++;
+    }
+    assert.ok(outcomes.true > 100 && outcomes.false > 100, `both outcomes exercised: ${JSON.stringify(outcomes)}`);
+  });
+});
