@@ -48,7 +48,8 @@ export function installErrorHandling(app: FastifyInstance): void {
  */
 export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') { socket.destroy(); return; }
+  // A header timeout, or a TLS failure (no HTTP was spoken): close without writing, as Go does.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || /^ERR_(TLS|SSL)/.test(err.code ?? '')) { socket.destroy(); return; }
   let code = 400;
   let message = `malformed HTTP request: ${err.code ?? 'parse error'}`;
   if (err.code === 'HPE_HEADER_OVERFLOW') {

@@ -16,8 +16,11 @@ export interface DeleteOptions {
   gracePeriodSeconds?: number;
 }
 
-/** Validates and prepares the object a write is about to store; throws ApiError to refuse. */
-export type Mutation = (current: KubeObject | undefined) => KubeObject;
+/**
+ * Validates and prepares the object a write is about to store; throws ApiError to refuse. Pure: a
+ * store may run it again when the object changed while it ran (etcd3's GuaranteedUpdate does too).
+ */
+export type Mutation = (current: KubeObject | undefined) => KubeObject | Promise<KubeObject>;
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 

@@ -15,6 +15,7 @@ import { ApiError, errors, FieldError, GoLiteral, type GroupResource } from './s
 import { parseIncludeObject } from './table.js';
 import type { KubeObject } from './types.js';
 import { validateObject } from './validation.js';
+import { Pacer } from './pacer.js';
 import { Warnings } from './warnings.js';
 import type { YamlCodec } from './yamlCodec.js';
 import { serveWatch, type WatchSettings } from './watch.js';
@@ -150,7 +151,9 @@ class Handlers {
     // Admission (namespace lifecycle) runs before the strategy's validation, as upstream orders them.
     await this.opts.admitCreate?.(this.gr, namespace, body.metadata.name ?? '');
     const warnings = new Warnings();
-    const obj = this.validated(warnings, prepareForCreate(body, this.now()), wo, undefined, req.duplicateFields);
+    const pace = new Pacer();
+    const obj = await this.validated(pace, warnings, prepareForCreate(body, this.now()), wo, undefined, req.duplicateFields);
+    await pace.breathe();
     const entry = await provider.create(obj, { dryRun: wo.dryRun });
     return respond(reply, 201, entry, warnings);
   }
@@ -165,7 +168,8 @@ class Handlers {
     const name = this.nameOf(req);
     this.checkName(body, name);
     let warnings = new Warnings();
-    const { entry } = await provider.update(this.namespaceOf(req), name, (current) => {
+    const pace = new Pacer();
+    const { entry } = await provider.update(this.namespaceOf(req), name, async (current) => {
       warnings = new Warnings(); // the try-update may run again: only the last attempt's warnings count
       // As the generic registry's Update: a missing object is NotFound first (no create-on-update), then a PUT
       // without resourceVersion is Invalid, worded with the resource as kind and Go's %#v of uint64(0).
@@ -174,7 +178,7 @@ class Handlers {
         throw errors.invalid({ group: this.def.group, kind: this.def.plural }, name,
           [FieldError.invalid('metadata.resourceVersion', new GoLiteral('0x0'), 'must be specified for an update')]);
       }
-      return this.updated(warnings, body, current, wo, name, req.duplicateFields);
+      return this.updated(pace, warnings, body, current, wo, name, req.duplicateFields);
     }, { dryRun: wo.dryRun });
     return respond(reply, 200, entry, warnings);
   }
@@ -192,7 +196,8 @@ class Handlers {
     const name = this.nameOf(req);
     const namespace = this.namespaceOf(req);
     let warnings = new Warnings();
-    const { entry } = await provider.update(namespace, name, (current) => {
+    const pace = new Pacer();
+    const { entry } = await provider.update(namespace, name, async (current) => {
       if (!current) throw errors.notFound(this.gr, name);
       warnings = new Warnings();
       const fv = { fieldValidation: wo.fieldValidation };
@@ -202,9 +207,10 @@ class Handlers {
         ? jsonPatch(current, req.body, fv)
         : { object: applyMergePatch(current, req.body, fv), strictErrors: [] as string[] };
       const duplicates = wo.fieldValidation === 'Ignore' ? [] : (req.duplicateFields ?? []).map((d) => (isJsonPatch ? `json patch ${d}` : d));
+      await pace.breathe();
       const body = this.decodeBody(patched, namespace);
       this.checkName(body, name);
-      return this.updated(warnings, body, current, wo, name, [...duplicates, ...strictErrors], true);
+      return this.updated(pace, warnings, body, current, wo, name, [...duplicates, ...strictErrors], true);
     }, { dryRun: wo.dryRun });
     return respond(reply, 200, entry, warnings);
   }
@@ -277,22 +283,26 @@ class Handlers {
   }
 
   /** Optimistic concurrency first (as upstream), then the new object is prepared and validated. */
-  private updated(warnings: Warnings, body: KubeObject, current: KubeObject | undefined, wo: WriteOptions, name: string, findings: string[] | undefined, isPatch = false): KubeObject {
+  private async updated(pace: Pacer, warnings: Warnings, body: KubeObject, current: KubeObject | undefined, wo: WriteOptions, name: string, findings: string[] | undefined, isPatch = false): Promise<KubeObject> {
     if (!current) throw errors.notFound(this.gr, name);
     const rv = body.metadata.resourceVersion;
     if (rv && rv !== current.metadata.resourceVersion) {
       throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     const next = prepareForUpdate(body, current);
-    return bumpGeneration(this.validated(warnings, next, wo, current, findings, isPatch), current);
+    const valid = await this.validated(pace, warnings, next, wo, current, findings, isPatch);
+    await pace.breathe();
+    return bumpGeneration(valid, current);
   }
 
   /**
    * Schema + metadata validation; decoding findings (duplicate and unknown fields) per fieldValidation:
    * Strict → 400 (422 for a patch), Warn → collected as warnings, Ignore → dropped.
    */
-  private validated(warnings: Warnings, obj: KubeObject, wo: WriteOptions, old: KubeObject | undefined, bodyFindings: string[] | undefined, isPatch = false): KubeObject {
+  private async validated(pace: Pacer, warnings: Warnings, obj: KubeObject, wo: WriteOptions, old: KubeObject | undefined, bodyFindings: string[] | undefined, isPatch = false): Promise<KubeObject> {
+    await pace.breathe();
     const result = validateObject(this.def, obj);
+    await pace.breathe();
     if (wo.fieldValidation !== 'Ignore') {
       const findings = [...(bodyFindings ?? []), ...result.unknownFields.map((f) => `unknown field "${f}"`)];
       if (findings.length && wo.fieldValidation === 'Strict') {

@@ -89,19 +89,31 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
   const props = s.properties;
   const additional = s.additionalProperties;
   const out: Record<string, unknown> = {};
+  // "__proto__" would be a prototype assignment; every other key is a plain (fast) one.
+  const put = (key: string, v: unknown) => {
+    if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[key] = v;
+  };
+  const additionalSchema = additional && typeof additional === 'object' ? additional : undefined;
+  const preserve = s['x-kubernetes-preserve-unknown-fields'] === true;
+  let unknownPrefix: string | undefined;
   for (const key of Object.keys(obj)) {
     const child = obj[key];
-    const childSchema = props && Object.prototype.hasOwnProperty.call(props, key) ? props[key] : (additional && typeof additional === 'object' ? additional : undefined);
+    const childSchema = props && Object.prototype.hasOwnProperty.call(props, key) ? props[key] : additionalSchema;
     if (!childSchema) {
-      if (props && s['x-kubernetes-preserve-unknown-fields'] !== true) unknown.push(formatPath([...path, key]));
-      else Object.defineProperty(out, key, { value: child, enumerable: true, writable: true, configurable: true });
+      if (props && !preserve) {
+        unknownPrefix ??= formatPath(path);
+        unknown.push(unknownPrefix ? `${unknownPrefix}.${key}` : key);
+      } else {
+        put(key, child);
+      }
       continue;
     }
     if (child === null) {
       const cs = resolveSchema(childSchema, schemas);
       if (cs && cs.nullable !== true && cs['x-kubernetes-preserve-unknown-fields'] !== true) continue;
     }
-    Object.defineProperty(out, key, { value: pruned(child, childSchema, [...path, key], schemas, unknown), enumerable: true, writable: true, configurable: true });
+    put(key, typeof child === 'object' && child !== null ? pruned(child, childSchema, [...path, key], schemas, unknown) : child);
   }
   return out;
 }
@@ -168,6 +180,42 @@ function issueToFieldError(issue: z.core.$ZodIssue, input: unknown): FieldError 
  * upstream-style field errors, and a list of unknown fields. Unknown fields never fail validation —
  * the caller decides (fieldValidation Strict/Warn/Ignore); they are already absent from `value`.
  */
+type Held = Partial<Record<'labels' | 'annotations' | 'finalizers', unknown>>;
+
+/**
+ * ObjectMeta's label/annotation maps and finalizer list can hold 100k+ strings in a 3 MiB body, and
+ * zod walks a record at ~2 µs an entry. When they are plainly of the right type (all strings), they
+ * are taken out before zod and put back after it; anything else is left for zod to report.
+ */
+function holdStringCollections(input: unknown): Held {
+  const held: Held = {};
+  const meta = (input as { metadata?: unknown } | null)?.metadata;
+  if (!meta || typeof meta !== 'object' || Array.isArray(meta)) return held;
+  const m = meta as Record<string, unknown>;
+  for (const k of ['labels', 'annotations'] as const) {
+    const v = m[k];
+    if (v && typeof v === 'object' && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype && allStrings(Object.values(v))) {
+      held[k] = v;
+      m[k] = {};
+    }
+  }
+  if (Array.isArray(m.finalizers) && allStrings(m.finalizers)) {
+    held.finalizers = m.finalizers;
+    m.finalizers = [];
+  }
+  return held;
+}
+
+function allStrings(xs: unknown[]): boolean {
+  for (const x of xs) if (typeof x !== 'string') return false;
+  return true;
+}
+
+function restore(obj: KubeObject, held: Held): KubeObject {
+  if (Object.keys(held).length === 0) return obj;
+  return { ...obj, metadata: { ...obj.metadata, ...held } as KubeObject['metadata'] };
+}
+
 export function validateObject(def: ResourceDefinition, obj: unknown): ValidationResult {
   const unknownFields: string[] = [];
   let input = obj;
@@ -176,9 +224,10 @@ export function validateObject(def: ResourceDefinition, obj: unknown): Validatio
     input = pruned(obj, root, [], schemas, unknownFields);
   }
   const known = new Set(unknownFields);
+  const held = holdStringCollections(input);
   for (let attempt = 0; ; attempt++) {
     const result = def.schema.safeParse(input);
-    if (result.success) return { value: result.data as KubeObject, errors: [], unknownFields };
+    if (result.success) return { value: restore(result.data as KubeObject, held), errors: [], unknownFields };
     const errors: FieldError[] = [];
     const seen = new Set<string>();
     let dropped = false;

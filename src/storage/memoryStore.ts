@@ -10,6 +10,9 @@ import { makeEntry, objectKey, ObjectCache, type Entry } from './objectCache.js'
 /** The largest object stored, in bytes of JSON: what the largest request body (3 MiB) can carry. */
 export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;
 
+/** Re-runs of an update whose object kept changing under it before giving up with 409. */
+const maxUpdateAttempts = 10;
+
 export interface MemoryStoreOptions {
   groupResource: GroupResource;
   historyLimit: number;
@@ -51,8 +54,19 @@ export class MemoryStore implements Provider {
 
   async update(namespace: string | undefined, name: string, mutate: Mutation, ctx: WriteContext) {
     const key = objectKey(namespace, name);
-    const current = this.cache.get(key);
-    const next = mutate(current?.object);
+    // The mutation may yield to the event loop (large objects): if the object changed meanwhile, run
+    // it again on the new state, as GuaranteedUpdate does when etcd's revision moved.
+    for (let attempt = 1; ; attempt++) {
+      const current = this.cache.get(key);
+      const next = await mutate(current?.object);
+      if (this.cache.get(key) === current) return this.store(key, name, current, next, ctx);
+      if (attempt >= maxUpdateAttempts) {
+        throw errors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
+      }
+    }
+  }
+
+  private store(key: string, name: string, current: Entry | undefined, next: KubeObject, ctx: WriteContext) {
     if (!current) return { entry: this.commit('ADDED', key, next, undefined, ctx), created: true };
     const rv = next.metadata.resourceVersion;
     if (rv && rv !== String(current.rv)) {
