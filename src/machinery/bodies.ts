@@ -2,7 +2,7 @@
 // bounded in time, depth and amplification; the verb handlers say which media types they take.
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { decodeJsonBody, type DecodedJson } from './jsonBody.js';
+import { decodeLargeJsonBody, type DecodedJson } from './jsonBody.js';
 import { errors } from './status.js';
 import type { YamlCodec } from './yamlCodec.js';
 
@@ -48,13 +48,13 @@ export function installBodyParsers(app: FastifyInstance, opts: BodyOptions): voi
     const text = (raw as Buffer).toString('utf8');
     if (text.trim() === '') return done(null, undefined);
     const finish = (d: DecodedJson) => { req.duplicateFields = d.duplicateFields; done(null, d.value); };
-    try {
-      if (type === '' || jsonTypes.includes(type)) return finish(decodeJsonBody(text));
-      if (!yamlTypes.includes(type)) throw errors.unsupportedMediaType([...OBJECT_MEDIA_TYPES, ...PATCH_MEDIA_TYPES, 'application/apply-patch+yaml']);
-    } catch (e) {
-      return done(e as Error);
+    if (type === '' || jsonTypes.includes(type)) {
+      decodeLargeJsonBody(text).then(finish, (e: Error) => done(e));
+    } else if (yamlTypes.includes(type)) {
+      opts.yaml.decode(text).then(finish, (e: Error) => done(e));
+    } else {
+      done(errors.unsupportedMediaType([...OBJECT_MEDIA_TYPES, ...PATCH_MEDIA_TYPES, 'application/apply-patch+yaml']));
     }
-    opts.yaml.decode(text).then(finish, (e: Error) => done(e));
   });
 
   // A body that never ends must not hold the request (and its socket) forever.

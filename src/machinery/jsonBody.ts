@@ -13,14 +13,27 @@ export interface DecodedJson {
 interface Level { keys?: Set<string>; key?: string; index: number; isArray: boolean }
 
 export function decodeJsonBody(text: string): DecodedJson {
+  return { duplicateFields: scan(text), value: parse(text) };
+}
+
+/** The same, letting other requests run between the scan and the parse of a large body (~100 ms each at 3 MiB). */
+export async function decodeLargeJsonBody(text: string): Promise<DecodedJson> {
+  if (text.length < largeBody) return decodeJsonBody(text);
   const duplicateFields = scan(text);
-  let value: unknown;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const value = parse(text);
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  return { duplicateFields, value };
+}
+
+const largeBody = 256 * 1024;
+
+function parse(text: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch (e) {
     throw errors.badRequest(`the request body is not valid JSON: ${(e as Error).message}`);
   }
-  return { value, duplicateFields };
 }
 
 function pathOf(stack: Level[], key: string): string {

@@ -147,11 +147,12 @@ class Handlers {
     requireMediaType(req, OBJECT_MEDIA_TYPES);
     const wo = parseWriteOptions(req.query, 'CreateOptions');
     const namespace = this.namespaceOf(req);
+    const pace = new Pacer();
     const body = this.decodeBody(req.body, namespace);
+    await pace.breathe();
     // Admission (namespace lifecycle) runs before the strategy's validation, as upstream orders them.
     await this.opts.admitCreate?.(this.gr, namespace, body.metadata.name ?? '');
     const warnings = new Warnings();
-    const pace = new Pacer();
     const obj = await this.validated(pace, warnings, prepareForCreate(body, this.now()), wo, undefined, req.duplicateFields);
     await pace.breathe();
     const entry = await provider.create(obj, { dryRun: wo.dryRun });
@@ -313,6 +314,7 @@ class Handlers {
       warnings.addAll(findings);
     }
     const fieldErrors = [...result.errors, ...validateMeta(obj.metadata, this.def.namespaced)];
+    await pace.breathe();
     if (old) fieldErrors.push(...validateMetaUpdate(obj.metadata, old.metadata));
     if (fieldErrors.length || !result.value) {
       throw errors.invalid(this.gk, obj.metadata.name ?? '', fieldErrors.length ? fieldErrors : [FieldError.invalid('', '', 'invalid object')]);

@@ -223,7 +223,7 @@ export function validateObject(def: ResourceDefinition, obj: unknown): Validatio
     const { root, schemas } = rootSchemaOf(def);
     input = pruned(obj, root, [], schemas, unknownFields);
   }
-  const known = new Set(unknownFields);
+  let known: Set<string> | undefined; // only strict zod objects need it: not built for every write
   const held = holdStringCollections(input);
   for (let attempt = 0; ; attempt++) {
     const result = def.schema.safeParse(input);
@@ -237,6 +237,7 @@ export function validateObject(def: ResourceDefinition, obj: unknown): Validatio
         const parent = valueAt(input, issue.path as PropertyKey[]);
         for (const k of issue.keys) {
           const p = formatPath([...(issue.path as PathItem[]), k]);
+          known ??= new Set(unknownFields);
           if (!known.has(p)) { known.add(p); unknownFields.push(p); }
           if (parent && typeof parent === 'object') { delete (parent as Record<string, unknown>)[k]; dropped = true; }
         }

@@ -9,51 +9,58 @@ const truncateItemRunes = 256;
 // unicode.IsControl: C0, DEL and C1.
 const control = /[\u0000-\u001f\u007f-\u009f]/;
 
+/** The recorder's state machine, run as warnings arrive: once it is truncating and full, more cost nothing. */
 export class Warnings {
-  private readonly texts: string[] = [];
+  private readonly ordered: string[] = [];
   private readonly seen = new Set<string>();
+  private out: string[] = [];
+  private written = 0;
+  private truncating = false;
+
+  /** Upstream's limits by default; smaller ones let the truncation be tested as upstream tests it. */
+  constructor(private readonly limits = { totalRunes: truncateAtTotalRunes, itemRunes: truncateItemRunes }) {}
 
   add(text: string): void {
-    if (text === '' || this.seen.has(text)) return;
+    if (text === '') return;
+    if (this.truncating && this.written >= this.limits.totalRunes) return;
+    if (this.seen.has(text)) return;
     this.seen.add(text);
-    this.texts.push(text);
+    this.ordered.push(text);
+    const t = this.truncating ? this.cut(text) : text;
+    if (control.test(t)) return; // NewWarningHeader refuses it
+    if (this.truncating || this.written + runes(t) <= this.limits.totalRunes) {
+      this.written += runes(t);
+      this.out.push(warningHeader(t));
+      return;
+    }
+    // Over the total: start again with every warning so far cut to 256 runes.
+    this.truncating = true;
+    this.written = 0;
+    this.out = [];
+    for (const w of this.ordered.map((x) => this.cut(x))) {
+      if (control.test(w)) continue;
+      this.written += runes(w);
+      this.out.push(warningHeader(w));
+    }
   }
 
   addAll(texts: Iterable<string>): void {
     for (const t of texts) this.add(t);
   }
 
-  get size(): number { return this.texts.length; }
+  get size(): number { return this.out.length; }
 
-  /** The Warning header values, in the order added (the recorder's truncation replayed over them). */
+  private cut(t: string): string {
+    return runes(t) > this.limits.itemRunes ? [...t].slice(0, this.limits.itemRunes).join('') : t;
+  }
+
+  /** The Warning header values, in the order added. */
   headers(): string[] {
-    const runes = (t: string) => [...t].length;
-    const cut = (t: string) => (runes(t) > truncateItemRunes ? [...t].slice(0, truncateItemRunes).join('') : t);
-    let out: string[] = [];
-    let written = 0;
-    let truncating = false;
-    for (let i = 0; i < this.texts.length; i++) {
-      if (truncating && written >= truncateAtTotalRunes) break;
-      const text = truncating ? cut(this.texts[i]) : this.texts[i];
-      if (control.test(text)) continue; // NewWarningHeader refuses it
-      if (truncating || written + runes(text) <= truncateAtTotalRunes) {
-        written += runes(text);
-        out.push(warningHeader(text));
-        continue;
-      }
-      // Over the total: start again with every warning so far cut to 256 runes.
-      truncating = true;
-      written = 0;
-      out = [];
-      for (const t of this.texts.slice(0, i + 1).map(cut)) {
-        if (control.test(t)) continue;
-        written += runes(t);
-        out.push(warningHeader(t));
-      }
-    }
-    return out;
+    return [...this.out];
   }
 }
+
+const runes = (t: string) => [...t].length; // utf8.RuneCountInString
 
 function warningHeader(text: string): string {
   return headerSafe(`299 - "${text.replace(/["\\]/g, (c) => `\\${c}`)}"`);
