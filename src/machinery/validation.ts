@@ -81,13 +81,16 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
   const s = resolveSchema(schema, schemas);
   if (!s || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
-    if (!s.items) return value;
+    // Scalars have nothing to prune (and null items stay): a list of 260k finalizers is not copied.
+    if (!s.items || value.every(isScalar)) return value;
     return value.map((item, i) => pruned(item, s.items, [...path, i], schemas, unknown));
   }
   if (s['x-kubernetes-preserve-unknown-fields'] === true && !s.properties) return value;
   const obj = value as Record<string, unknown>;
   const props = s.properties;
   const additional = s.additionalProperties;
+  // A map of scalars (labels, annotations) has no field to prune unless a value is null.
+  if (!props && additional && Object.values(obj).every((v) => isScalar(v) && v !== null)) return value;
   const out: Record<string, unknown> = {};
   // "__proto__" would be a prototype assignment; every other key is a plain (fast) one.
   const put = (key: string, v: unknown) => {
@@ -117,6 +120,8 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
   }
   return out;
 }
+
+const isScalar = (v: unknown) => v === null || typeof v !== 'object';
 
 function issueToFieldError(issue: z.core.$ZodIssue, input: unknown): FieldError {
   const path = issue.path as PropertyKey[];
