@@ -1,4 +1,4 @@
-// Benchmark runner: `npx tsx bench/run.ts [--quick] [--only http,watch,heap,startup]`.
+// Benchmark runner: `npx tsx bench/run.ts [--quick] [--only http,watch,heap,startup,loopstall]`.
 // Every number is compared with a peer measured in the same run (the machine is small and noisy),
 // so read the ratios, not the absolute values. Prints a table and writes bench/results.json.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,12 +9,13 @@ import { ensureDevCerts, ensureToken } from '../src/certs/devCerts.js';
 import { BENCH_DIR } from './lib/common.js';
 import { heapSuite } from './suites/heap.js';
 import { httpSuite } from './suites/http.js';
+import { loopStallSuite } from './suites/loopStall.js';
 import { startupSuite } from './suites/startup.js';
 import type { Ctx, Row, SuiteResult } from './suites/types.js';
 import { watchSuite } from './suites/watch.js';
 
 const suites: Record<string, (ctx: Ctx) => Promise<SuiteResult>> = {
-  http: httpSuite, watch: watchSuite, heap: heapSuite, startup: startupSuite,
+  http: httpSuite, watch: watchSuite, heap: heapSuite, startup: startupSuite, loopstall: loopStallSuite,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

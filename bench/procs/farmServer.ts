@@ -2,6 +2,7 @@
 // static routes on the same fastify instance that answer with bytes captured from the real routes.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
@@ -38,6 +39,10 @@ for (const name of ['one', 'list', 'table']) {
   });
 }
 
+// Event-loop delay since the last loopReset: how long the loop was blocked (bench/suites/loopStall.ts).
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
+
 await app.listen({ port: 0, host: '127.0.0.1' });
 const port = (app.server.address() as { port: number }).port;
 
@@ -55,6 +60,9 @@ serveIpc({
     return { bytes: Buffer.byteLength(res.body), contentType: res.headers['content-type'] };
   },
   cpu: () => cpuTotalMs(),
+  loopReset: () => { loopDelay.reset(); return null; },
+  /** Longest and 99th-percentile event-loop delay (ms) since loopReset; the timer resolution (5 ms) is included. */
+  loopStats: () => ({ maxMs: loopDelay.max / 1e6, p99Ms: loopDelay.percentile(99) / 1e6, meanMs: loopDelay.mean / 1e6, samples: loopDelay.count }),
   watchers: () => llamas.provider.cache.watcherCount,
   rv: () => llamas.provider.cache.resourceVersion,
 }, { port });
