@@ -10,6 +10,15 @@ export const MAX_NESTING_DEPTH = 10_000;
 export const isJsonObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const hasOwn = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
 
+/**
+ * Whether every own value passes: without Object.values' array (labels/annotations come by the
+ * 100,000, and several checks look at them).
+ */
+export function everyValue(o: object, pred: (v: unknown) => boolean): boolean {
+  for (const k in o) if (hasOwn(o, k) && !pred((o as Record<string, unknown>)[k])) return false;
+  return true;
+}
+
 /** Sets an own, enumerable data property: safe for "__proto__", "constructor", ... */
 export function setOwn(o: JsonObject, k: string, v: Json): void {
   Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });

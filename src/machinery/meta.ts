@@ -2,8 +2,11 @@
 import { randomUUID, randomInt } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { dns1123LabelErrors, dns1123SubdomainErrors, labelValueErrors, qualifiedNameErrors } from './names.js';
+import { everyValue } from './jsonValue.js';
 import { FieldError } from './status.js';
 import type { KubeObject, ObjectMeta } from './types.js';
+
+const isString = (x: unknown) => typeof x === 'string';
 
 const totalAnnotationSizeLimit = 256 * 1024;
 const generateAlphabet = 'bcdfghjklmnpqrstvwxz2456789';
@@ -78,7 +81,7 @@ function fits(v: unknown, t: JsonType): boolean {
     case 'boolean': return typeof v === 'boolean';
     case 'list': return Array.isArray(v);
     case 'object': return typeof v === 'object' && v !== null && !Array.isArray(v);
-    case 'map': return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+    case 'map': return typeof v === 'object' && v !== null && !Array.isArray(v) && everyValue(v, isString);
   }
 }
 
@@ -165,10 +168,18 @@ function validateLabels(labels: Record<string, string> | undefined): FieldError[
 
 function validateAnnotations(annotations: Record<string, string> | undefined): FieldError[] {
   const errs: FieldError[] = [];
-  let size = 0;
-  for (const [k, v] of Object.entries(annotations ?? {})) {
+  // Go's len() counts bytes; UTF-8 has at least as many bytes as UTF-16 units, so the units decide
+  // "too long" when they already pass the limit, and bytes are counted only below it.
+  let units = 0;
+  for (const k in annotations) {
+    if (!Object.prototype.hasOwnProperty.call(annotations, k)) continue;
     for (const e of qualifiedNameErrors(k.toLowerCase())) errs.push(FieldError.invalid('metadata.annotations', k, e));
-    size += Buffer.byteLength(k) + Buffer.byteLength(String(v)); // bytes, as Go's len()
+    units += k.length + String(annotations[k]).length;
+  }
+  let size = units;
+  if (units <= totalAnnotationSizeLimit) {
+    size = 0;
+    for (const [k, v] of Object.entries(annotations ?? {})) size += Buffer.byteLength(k) + Buffer.byteLength(String(v));
   }
   if (size > totalAnnotationSizeLimit) errs.push(new FieldError('FieldValueTooLong', 'metadata.annotations', `must have at most ${totalAnnotationSizeLimit} bytes`, '', false));
   return errs;

@@ -2,6 +2,7 @@
 // apiextensions-apiserver reports OpenAPI schema failures (kubeOpenAPIResultToFieldErrors), plus
 // the unknown-field list that fieldValidation=Strict|Warn|Ignore acts on.
 import type { z } from 'zod';
+import { everyValue } from './jsonValue.js';
 import type { ResourceDefinition } from './resource.js';
 import { FieldError } from './status.js';
 import type { KubeObject } from './types.js';
@@ -90,7 +91,7 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
   const props = s.properties;
   const additional = s.additionalProperties;
   // A map of scalars (labels, annotations) has no field to prune unless a value is null.
-  if (!props && additional && Object.values(obj).every((v) => isScalar(v) && v !== null)) return value;
+  if (!props && additional && everyValue(obj, (v) => isScalar(v) && v !== null)) return value;
   const out: Record<string, unknown> = {};
   // "__proto__" would be a prototype assignment; every other key is a plain (fast) one.
   const put = (key: string, v: unknown) => {
@@ -101,17 +102,17 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
   const preserve = s['x-kubernetes-preserve-unknown-fields'] === true;
   let unknownPrefix: string | undefined;
   for (const key of Object.keys(obj)) {
-    const child = obj[key];
     const childSchema = props && Object.prototype.hasOwnProperty.call(props, key) ? props[key] : additionalSchema;
     if (!childSchema) {
       if (props && !preserve) {
         unknownPrefix ??= formatPath(path);
         unknown.push(unknownPrefix ? `${unknownPrefix}.${key}` : key);
       } else {
-        put(key, child);
+        put(key, obj[key]);
       }
       continue;
     }
+    const child = obj[key];
     if (child === null) {
       const cs = resolveSchema(childSchema, schemas);
       if (cs && cs.nullable !== true && cs['x-kubernetes-preserve-unknown-fields'] !== true) continue;
@@ -199,7 +200,7 @@ function holdStringCollections(input: unknown): Held {
   const m = meta as Record<string, unknown>;
   for (const k of ['labels', 'annotations'] as const) {
     const v = m[k];
-    if (v && typeof v === 'object' && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype && allStrings(Object.values(v))) {
+    if (v && typeof v === 'object' && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype && everyValue(v, (x) => typeof x === 'string')) {
       held[k] = v;
       m[k] = {};
     }
