@@ -192,7 +192,7 @@ function cases(): Case[] {
     ]),
     ...(['Warn', 'Strict'] as const).map((fv): Case => ({
       name: `create: 200k unknown fields (fieldValidation=${fv})`,
-      request: (rep) => ({ method: 'POST', path: `${coll('stall')}?fieldValidation=${fv}`, body: fits('unknown fields', JSON.stringify({ ...llamaHead(`unknown-${fv}-${rep}`), spec: { ...spec, ...unknownFields(200_000) } })) }),
+      request: (rep) => ({ method: 'POST', path: `${coll('stall')}?fieldValidation=${fv}`, body: fits('unknown fields', JSON.stringify({ ...llamaHead(`unknown-${fv.toLowerCase()}-${rep}`), spec: { ...spec, ...unknownFields(200_000) } })) }),
     })),
     {
       name: 'json-patch: copy doubling (30 copies)',
