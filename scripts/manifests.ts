@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
+import { ensureDevCerts } from '../src/certs/devCerts.js';
+import { startupFailure, step } from '../src/startup.js';
 
 type Doc = { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: Record<string, unknown> } & Record<string, unknown>;
 
@@ -44,5 +46,14 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const args = process.argv.slice(2);
   const flag = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
   const port = flag('--local-port');
-  process.stdout.write(renderManifests({ certDir: flag('--cert-dir') ?? 'certs', localPort: port ? Number(port) : undefined }));
+  const certDir = flag('--cert-dir') ?? 'certs';
+  try {
+    // A new user runs this before any `npm start`: make the same dev certificates it would.
+    await step(`cannot prepare the certificates in --cert-dir ${certDir}`, () => ensureDevCerts(certDir));
+    const out = await step('cannot render app.yaml', () => renderManifests({ certDir, localPort: port ? Number(port) : undefined }));
+    process.stdout.write(out);
+  } catch (e) {
+    process.stderr.write(startupFailure(e, false).replace(/^farm-apiserver:/, 'manifests:'));
+    process.exit(1);
+  }
 }

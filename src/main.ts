@@ -1,7 +1,8 @@
 // CLI entry: config → certificates → server → listen; SIGTERM ends watches and exits 0.
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
+import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import { allowAll, tokenAuthenticator } from './auth/standalone.js';
 import { ensureDevCerts, ensureToken } from './certs/devCerts.js';
@@ -16,7 +17,11 @@ import { buildServer } from './server.js';
 import { Upstream } from './upstream/client.js';
 import type { Reflector } from './upstream/reflector.js';
 import { delegation } from './delegation.js';
+import { reasonOf, startupFailure, step } from './startup.js';
 import { VERSION } from './version.js';
+
+/** --log-level debug: start-up failures print their stack too. */
+let debug = false;
 
 function loadConfigOrExit(): Config {
   try {
@@ -44,12 +49,21 @@ async function main(): Promise<void> {
     process.stdout.write(usage());
     return;
   }
-  const dev = config.tlsFilesExplicit ? undefined : await ensureDevCerts(config.certDir);
-  const [cert, key] = await Promise.all([readFile(config.tlsCertFile, 'utf8'), readFile(config.tlsKeyFile, 'utf8')]);
-  const token = config.standalone ? await ensureToken(config.certDir) : '';
+  debug = ['debug', 'trace'].includes(config.logLevel);
+  const certDir = `--cert-dir ${config.certDir}`;
+  const dev = config.tlsFilesExplicit ? undefined : await step(`cannot prepare the certificates in ${certDir}`, async () => {
+    if ((await stat(config.certDir).catch(() => undefined))?.isDirectory() === false) throw new Error('it is a file, not a directory');
+    return ensureDevCerts(config.certDir);
+  });
+  const cert = await step(`cannot read the serving certificate ${config.tlsCertFile}`, () => readFile(config.tlsCertFile, 'utf8'));
+  const key = await step(`cannot read the serving key ${config.tlsKeyFile}`, () => readFile(config.tlsKeyFile, 'utf8'));
+  // A PEM that does not parse or a key of another certificate fails here, not at the first handshake.
+  await step(`the serving certificate ${config.tlsCertFile} and key ${config.tlsKeyFile} are not a usable pair`, () => createSecureContext({ cert, key }));
+  const token = config.standalone ? await step(`cannot prepare the access token in ${certDir}`, () => ensureToken(config.certDir)) : '';
   const metrics = createMetrics();
   const upstream = config.standalone && !config.kubeconfig ? undefined
-    : await Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster, onCall: (purpose) => metrics.upstreamRequests.inc({ purpose }) });
+    : await step(config.kubeconfig ? `cannot load --kubeconfig ${config.kubeconfig}` : 'cannot load the in-cluster configuration',
+      () => Upstream.load({ kubeconfig: config.kubeconfig, inCluster: config.inCluster, onCall: (purpose) => metrics.upstreamRequests.inc({ purpose }) }));
 
   let shuttingDown = false;
   const log = pino({ level: config.logLevel });
@@ -88,16 +102,18 @@ async function main(): Promise<void> {
     (e) => log.warn({ err: e }, 'serving certificate not reloaded'),
     { initial: { cert, key } });
 
-  await app.listen({ port: config.port, host: config.bindAddress });
   const host = config.bindAddress.includes(':') ? `[${config.bindAddress}]` : config.bindAddress;
+  await step(`cannot listen on ${host}:${config.port}`, () => app.listen({ port: config.port, host: config.bindAddress }));
   const connectHost = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
   const url = `https://${connectHost}:${config.port}`;
   if (config.standalone) {
     const kubeconfig = join(config.certDir, 'kubeconfig');
-    const caPem = dev ? await readFile(dev.caFile, 'utf8') : undefined;
+    const caPem = dev ? await step(`cannot read ${dev.caFile}`, () => readFile(dev.caFile, 'utf8')) : undefined;
     // The generated certificate names only loopback: another bind address is verified as localhost.
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(connectHost);
-    await writeKubeconfig(kubeconfig, { server: url, caPem: caPem ?? cert, token, namespace: 'default', ...(loopback || !dev ? {} : { tlsServerName: 'localhost' }) });
+    // Serving matters more than the convenience file: a read-only cert dir only gets a warning.
+    await writeKubeconfig(kubeconfig, { server: url, caPem: caPem ?? cert, token, namespace: 'default', ...(loopback || !dev ? {} : { tlsServerName: 'localhost' }) })
+      .catch((e: unknown) => log.warn(`cannot write ${kubeconfig}: ${reasonOf(e)}; kubectl needs a kubeconfig with this server's CA and token`));
     log.warn('standalone mode: every request with the generated token is allowed (no cluster authorization)');
     log.info({ kubeconfig, url }, 'ready');
     process.stdout.write(`\nfarm-apiserver (standalone) is serving on ${url}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);
@@ -121,6 +137,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`farm-apiserver: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+  process.stderr.write(startupFailure(e, debug));
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 // Writes a kubeconfig that lets kubectl (or tests) talk to this server directly.
 
 import { randomBytes, X509Certificate } from 'node:crypto';
-import { chmod, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { stringify } from 'yaml';
 
@@ -61,9 +61,13 @@ export function buildKubeconfig(opts: KubeconfigOptions): Record<string, unknown
   };
 }
 
-/** Write (or replace, atomically) a kubeconfig at `path` with mode 0600. */
+/**
+ * Write (or replace, atomically) a kubeconfig at `path` with mode 0600. A file that already says the
+ * same is left alone, so a read-only directory (a mounted Secret) that holds it does not fail.
+ */
 export async function writeKubeconfig(path: string, opts: KubeconfigOptions): Promise<void> {
   const text = stringify(buildKubeconfig(opts), { lineWidth: 0 });
+  if ((await readFile(path, 'utf8').catch(() => undefined)) === text) return;
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   const fh = await open(tmp, 'wx', 0o600);
