@@ -64,6 +64,8 @@ function wantedIdentities(req: FastifyRequest): { wanted: Wanted[]; defaultGroup
  */
 export async function impersonatedUser(req: FastifyRequest, user: UserInfo, authorizer: Authorizer,
   forbidden: (user: UserInfo, info: RequestInfo, reason?: string) => ApiError): Promise<UserInfo> {
+  // Most requests impersonate no one: look at the header names before building anything.
+  if (!Object.keys(req.headers).some((h) => h.startsWith('impersonate-'))) return user;
   const { wanted, defaultGroups } = wantedIdentities(req);
   if (wanted.length === 0) return user;
   const next: UserInfo = { username: '', groups: [...defaultGroups], extra: {} };

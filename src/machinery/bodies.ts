@@ -79,7 +79,8 @@ export function installBodyParsers(app: FastifyInstance, opts: BodyOptions): voi
 
   // An answer given before the body was read (401, 404, a GET with a body) closes the connection once
   // written, rather than reading the rest at the client's pace (as Go's server does past a small remainder).
-  app.addHook('onSend', async (req, reply) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (!req.raw.complete) reply.header('connection', 'close');
+    done(null, payload);
   });
 }
