@@ -100,7 +100,7 @@ class Handlers {
     const includeObject = parseIncludeObject(one(req.query, 'includeObject'));
     return async (reply: FastifyReply, code: number, item: Renderable, warnings?: Warnings) => {
       const r = renderObject(this.def, item, out, includeObject);
-      const body = await this.body(r);
+      const body = r.yaml ? await this.body(r) : r.body;
       if (!warnings?.size) return reply.code(code).type(r.contentType).send(body);
       // Node writes the header block in the body's encoding when the body is a string; a Buffer body
       // makes it Latin-1, which keeps the warnings' UTF-8 bytes as they are (see warnings.ts).
@@ -116,8 +116,9 @@ class Handlers {
   async get(req: Req, reply: FastifyReply) {
     const cache = this.provider().cache;
     const name = this.nameOf(req);
-    // GetOptions.resourceVersion is served from the cache (any RV is "not older than" ours) but must parse.
-    await waitUntilFresh(cache, parseRV(one(req.query, 'resourceVersion') ?? ''));
+    // GetOptions.resourceVersion must parse, and one ahead of the cache waits for it (then 504), as the watch cache does.
+    const rv = one(req.query, 'resourceVersion');
+    if (rv) await waitUntilFresh(cache, parseRV(rv));
     const entry = cache.get(objectKey(this.namespaceOf(req), name));
     if (!entry) throw errors.notFound(this.gr, name);
     return this.send(req, reply, 200, entry);
