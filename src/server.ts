@@ -6,7 +6,7 @@ import { impersonatedUser } from './auth/impersonation.js';
 import { MAX_BODY_BYTES } from './config.js';
 import { registerDiscoveryRoutes } from './machinery/discovery.js';
 import { installBodyParsers } from './machinery/bodies.js';
-import { clientErrorHandler, installErrorHandling, sendError } from './machinery/http.js';
+import { clientErrorHandler, expectationFailed, installErrorHandling, sendError } from './machinery/http.js';
 import { registerOpenApiRoutes } from './machinery/openapi.js';
 import { requestInfo, type RequestInfo } from './machinery/requestInfo.js';
 import type { ResourceDefinition } from './machinery/resource.js';
@@ -99,7 +99,8 @@ export function buildServer(opts: ServerOptions): FarmServer {
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
   app.server.headersTimeout = limits.readHeaderTimeoutMs;
-  installErrorHandling(app);
+  app.server.on('checkExpectation', expectationFailed);
+  installErrorHandling(app, (info) => opts.resources.some((d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource));
   // Two workers: a hostile request body occupying one never delays YAML responses.
   const yamlIn = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
   const yaml = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });

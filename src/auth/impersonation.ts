@@ -2,6 +2,7 @@
 // is authorized as the verb "impersonate" on users/groups/serviceaccounts/uids/userextras, then the
 // request runs as the impersonated user. Never ignored: either honoured or refused.
 import type { FastifyRequest } from 'fastify';
+import { dns1123LabelErrors, dns1123SubdomainErrors } from '../machinery/names.js';
 import type { RequestInfo } from '../machinery/requestInfo.js';
 import { ApiError, errors } from '../machinery/status.js';
 import { headerValues } from './headers.js';
@@ -18,6 +19,13 @@ function attributes(resource: string, name: string, opts: { apiGroup?: string; n
   };
 }
 
+/** serviceaccount.SplitUsername: only a valid namespace and name make a service account; else a user. */
+function serviceAccountOf(username: string): [string, string, string] | undefined {
+  const m = /^system:serviceaccount:([^:]*):([^:]*)$/.exec(username);
+  if (!m || dns1123LabelErrors(m[1]).length || dns1123SubdomainErrors(m[2]).length) return undefined;
+  return [m[0], m[1], m[2]];
+}
+
 function unescapeExtraKey(key: string): string {
   try { return decodeURIComponent(key); } catch { return key; }
 }
@@ -29,7 +37,7 @@ function wantedIdentities(req: FastifyRequest): { wanted: Wanted[]; defaultGroup
   for (const name of Object.keys(raw)) if (name.startsWith('impersonate-')) h[name] = headerValues(raw, name);
   const wanted: Wanted[] = [];
   const userName = h['impersonate-user']?.[0] ?? '';
-  const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(userName);
+  const sa = serviceAccountOf(userName);
   const groups = h['impersonate-group'] ?? [];
   if (userName) {
     wanted.push(sa

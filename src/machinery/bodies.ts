@@ -12,6 +12,8 @@ declare module 'fastify' {
     bodyMediaType?: string;
     /** `duplicate field "…"` findings of the body, for fieldValidation to act on. */
     duplicateFields?: string[];
+    /** Top-level fields written as `5.0` or `1e2` (see DecodedJson). */
+    fractionLiterals?: Map<string, string>;
   }
 }
 
@@ -47,7 +49,7 @@ export function installBodyParsers(app: FastifyInstance, opts: BodyOptions): voi
     req.bodyMediaType = type;
     const text = (raw as Buffer).toString('utf8');
     if (text.trim() === '') return done(null, undefined);
-    const finish = (d: DecodedJson) => { req.duplicateFields = d.duplicateFields; done(null, d.value); };
+    const finish = (d: DecodedJson) => { req.duplicateFields = d.duplicateFields; req.fractionLiterals = d.fractionLiterals; done(null, d.value); };
     if (type === '' || jsonTypes.includes(type)) {
       decodeLargeJsonBody(text).then(finish, (e: Error) => done(e));
     } else if (yamlTypes.includes(type)) {

@@ -6,7 +6,8 @@ import { bool, int, one, parseWriteOptions, type Query } from './listOptions.js'
 import type { DeleteOptions } from './resource.js';
 import { errors, FieldError } from './status.js';
 
-const int64 = z.number().int().min(-(2 ** 63)).max(2 ** 63 - 1);
+// Any int64 (zod's int() stops at 2^53); the bounds are exact on the literal (parseDeleteOptions).
+const int64 = z.number().refine((n) => Number.isInteger(n) && n >= -(2 ** 63) && n <= 2 ** 63);
 const optional = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
 const DeleteOptionsBody = z.looseObject({
@@ -44,10 +45,22 @@ function decodeError(body: unknown, path: PropertyKey[]): string {
   return `json: cannot unmarshal ${what} into Go struct field DeleteOptions.${named} of type ${goType}`;
 }
 
-export function parseDeleteOptions(rawBody: unknown, q: Query): { options: DeleteOptions; dryRun: boolean } {
+/**
+ * `fractionLiterals`: top-level numbers the body wrote as `5.0` or `1e2`; JSON.parse made integers of
+ * them, Go's decoder refuses them for an int64 field (and the DELETE must not happen).
+ */
+export function parseDeleteOptions(rawBody: unknown, q: Query, fractionLiterals?: Map<string, string>): { options: DeleteOptions; dryRun: boolean } {
   const body = rawBody ?? {};
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw errors.badRequest(`json: cannot unmarshal ${jsonTypeOf(body).split(' ')[0]} into Go value of type v1.DeleteOptions`);
+  }
+  // Judged on the literal as written where a double would not be exact: any int64, nothing else.
+  const written = fractionLiterals?.get('gracePeriodSeconds');
+  if (written !== undefined && typeof (body as { gracePeriodSeconds?: unknown }).gracePeriodSeconds === 'number') {
+    const exact = /^-?[0-9]+$/.test(written) ? BigInt(written) : undefined;
+    if (exact === undefined || exact < -(2n ** 63n) || exact >= 2n ** 63n) {
+      throw errors.badRequest(`json: cannot unmarshal number ${written} into Go struct field DeleteOptions.gracePeriodSeconds of type int64`);
+    }
   }
   const parsed = DeleteOptionsBody.safeParse(body);
   if (!parsed.success) throw errors.badRequest(decodeError(body, parsed.error.issues[0].path));

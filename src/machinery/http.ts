@@ -1,6 +1,8 @@
 // The one place errors become HTTP responses: every non-2xx is a metav1.Status.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { requestInfo, type RequestInfo } from './requestInfo.js';
 import { ApiError, errors, type Status } from './status.js';
 
 export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
@@ -33,13 +35,21 @@ export function toApiError(err: unknown): ApiError {
   return errors.internal(fe.message ?? String(err));
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, servesResource?: (info: RequestInfo) => boolean): void {
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err);
-    if (apiErr.code >= 500) req.log.error({ err }, 'request failed');
+    // Only failures of ours: a 503/504 (not ready, a resourceVersion not reached) is a client's to retry.
+    if (apiErr.code === 500) req.log.error({ err }, 'request failed');
     return sendError(reply, apiErr);
   });
-  app.setNotFoundHandler((_req, reply) => sendError(reply, errors.pathNotFound()));
+  app.setNotFoundHandler((req, reply) => {
+    // A path we serve with a method we do not: the router matched the path, so 405 (as go-restful).
+    const info = requestInfo(req.method, req.url);
+    if (info.isResourceRequest && servesResource?.(info)) {
+      return sendError(reply, new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'));
+    }
+    return sendError(reply, errors.pathNotFound());
+  });
 }
 
 /**
@@ -66,10 +76,30 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
   const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, code,
     ...(code === 405 ? { reason: 'MethodNotAllowed' as const } : code === 400 ? { reason: 'BadRequest' as const } : {}) };
   const body = JSON.stringify(status);
-  if (socket.writable) {
-    socket.write(`HTTP/1.1 ${code} ${code === 431 ? 'Request Header Fields Too Large' : code === 405 ? 'Method Not Allowed' : 'Bad Request'}\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  const answer = () => {
+    if (socket.writable) {
+      socket.write(`HTTP/1.1 ${code} ${code === 431 ? 'Request Header Fields Too Large' : code === 405 ? 'Method Not Allowed' : 'Bad Request'}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroySoon?.();
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+  // Pipelined after a request still being answered: that answer goes first (it may be a committed
+  // write), then this one, in order, as Go's server does.
+  const pending = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+  // (A request whose own body failed to parse has no answer coming: it gets this one at once.)
+  if (pending && !pending.writableFinished && pending.req.complete) {
+    pending.once('finish', answer);
+    pending.once('close', () => { if (!pending.writableFinished) socket.destroy(); });
+    return;
   }
-  socket.destroySoon?.();
-  setTimeout(() => socket.destroy(), 1000).unref();
+  answer();
+}
+
+/** `Expect:` values other than 100-continue: 417, as Go answers, with a Status body. */
+export function expectationFailed(_req: IncomingMessage, res: ServerResponse): void {
+  const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the only expectation supported is 100-continue', code: 417 };
+  const body = JSON.stringify(status);
+  res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+  res.end(body);
 }

@@ -8,18 +8,17 @@ export function one(q: Query, key: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** Convert_Slice_string_To_bool: "0" and "false" (any case) are false, every other value true. */
 export function bool(q: Query, key: string): boolean | undefined {
   const v = one(q, key);
-  if (v === undefined || v === '') return undefined;
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  throw errors.badRequest(`invalid boolean value for ${key}: ${JSON.stringify(v)}`);
+  if (v === undefined) return undefined;
+  return !(v === '0' || v.toLowerCase() === 'false');
 }
 
 /** An int64 query parameter (strconv.ParseInt(v, 10, 64)): anything else is a 400. */
 export function int(q: Query, key: string): number | undefined {
   const v = one(q, key);
-  if (v === undefined || v === '') return undefined;
+  if (v === undefined) return undefined;
   if (!/^[+-]?\d+$/.test(v)) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
   const n = BigInt(v);
   if (n > 9223372036854775807n || n < -9223372036854775808n) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);

@@ -56,9 +56,11 @@ const tooOldContinue = 'The provided continue parameter is too old to display a 
 export const FRESHNESS_WAIT_MS = 3000;
 
 /** Waits until the cache has reached `rv`, or answers 504 "Too large resource version" as the watch cache does. */
-export async function waitUntilFresh(cache: ObjectCache, rv: number | undefined): Promise<void> {
+export async function waitUntilFresh(cache: ObjectCache, rvText: string): Promise<void> {
+  const rv = parseRV(rvText);
   if (rv === undefined || rv <= cache.resourceVersion) return;
-  if (!(await cache.waitUntilFresh(rv, FRESHNESS_WAIT_MS))) throw errors.tooLargeResourceVersion(rv, cache.resourceVersion);
+  // The message quotes the client's digits: past 2^53 the number itself is not exact.
+  if (!(await cache.waitUntilFresh(rv, FRESHNESS_WAIT_MS))) throw errors.tooLargeResourceVersion(rvText, cache.resourceVersion);
 }
 
 /** A list as of one resourceVersion, paginated like the etcd3 storage: keys in order, continue = last key + rv. */
@@ -74,7 +76,7 @@ export async function listEntries(cache: ObjectCache, sel: Selection, opts: List
     startAfter = c.startAfter;
   } else {
     const rv = parseRV(opts.resourceVersion);
-    await waitUntilFresh(cache, rv);
+    await waitUntilFresh(cache, opts.resourceVersion);
     if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
       if (rv < cache.oldestRV) throw errors.expired(`too old resource version: ${rv} (${cache.oldestRV})`);
       atRV = rv;

@@ -4,7 +4,7 @@ import type { Entry } from '../storage/objectCache.js';
 import { objectKey } from '../storage/objectCache.js';
 import { mediaTypeOf, OBJECT_MEDIA_TYPES, PATCH_MEDIA_TYPES, requireMediaType } from './bodies.js';
 import { parseDeleteOptions } from './deleteOptions.js';
-import { one, parseListOptions, parseRV, parseWriteOptions, type Query, type WriteOptions } from './listOptions.js';
+import { one, parseListOptions, parseWriteOptions, type Query, type WriteOptions } from './listOptions.js';
 import { bumpGeneration, metaDecodeError, prepareForCreate, prepareForUpdate, validateMeta, validateMetaUpdate } from './meta.js';
 import { negotiate, type Target } from './negotiation.js';
 import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
@@ -118,7 +118,7 @@ class Handlers {
     const name = this.nameOf(req);
     // GetOptions.resourceVersion must parse, and one ahead of the cache waits for it (then 504), as the watch cache does.
     const rv = one(req.query, 'resourceVersion');
-    if (rv) await waitUntilFresh(cache, parseRV(rv));
+    if (rv) await waitUntilFresh(cache, rv);
     const entry = cache.get(objectKey(this.namespaceOf(req), name));
     if (!entry) throw errors.notFound(this.gr, name);
     return this.send(req, reply, 200, entry);
@@ -325,6 +325,6 @@ class Handlers {
 
   private deleteOptions(req: Req): { options: DeleteOptions; dryRun: boolean } {
     requireMediaType(req, OBJECT_MEDIA_TYPES);
-    return parseDeleteOptions(req.body, req.query);
+    return parseDeleteOptions(req.body, req.query, req.fractionLiterals);
   }
 }

@@ -79,7 +79,7 @@ export const errors = {
   timeout: (message: string, retryAfterSeconds = 1) =>
     new ApiError(504, 'Timeout', message, { retryAfterSeconds }),
   /** storage.NewTooLargeResourceVersionError: the client asked for a resourceVersion this server has not reached. */
-  tooLargeResourceVersion: (requested: number, current: number) =>
+  tooLargeResourceVersion: (requested: number | string, current: number) =>
     new ApiError(504, 'Timeout', `Too large resource version: ${requested}, current: ${current}`,
       { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }),
   internal: (message: string) => new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] }),

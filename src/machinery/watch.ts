@@ -33,7 +33,7 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
   const rv = parseRV(listOpts.resourceVersion);
   const initial = listOpts.sendInitialEvents ?? (rv === undefined || rv === 0);
   // A resume point this server has not reached yet (the future, or another process's): wait, then 504.
-  if (!initial) await waitUntilFresh(cache, rv);
+  if (!initial) await waitUntilFresh(cache, listOpts.resourceVersion);
   // The client may have gone while authentication/authorization awaited: subscribe nothing then.
   if (req.raw.socket.destroyed) {
     reply.hijack();

@@ -55,11 +55,18 @@ parentPort.on('message', ({ id, op, text, maxDepth, maxJsonBytes }) => {
 });
 `;
 
-interface Slot { worker: Worker; pending: Map<number, { resolve: (r: Reply) => void; timer: NodeJS.Timeout }> }
+interface Job { id: number; op: 'decode' | 'encode'; text: string; resolve: (r: Reply) => void }
 
+/**
+ * One job in the worker at a time: the time limit measures that job alone, and when it overruns only
+ * it fails — the worker is replaced and the jobs queued behind it run on the new one.
+ */
 export class YamlCodec {
-  private slot: Slot | undefined;
+  private worker: Worker | undefined;
+  private running: { job: Job; timer: NodeJS.Timeout } | undefined;
+  private readonly queue: Job[] = [];
   private nextId = 1;
+  private closed = false;
 
   constructor(private readonly limits: YamlLimits) {}
 
@@ -79,46 +86,60 @@ export class YamlCodec {
   }
 
   close(): void {
-    if (this.slot) this.fail(this.slot, 'the server is shutting down');
+    this.closed = true;
+    for (const job of this.queue.splice(0)) job.resolve({ id: job.id, error: 'the server is shutting down' });
+    if (this.running) this.finish(this.running.job.id, { id: this.running.job.id, error: 'the server is shutting down' });
+    void this.worker?.terminate();
+    this.worker = undefined;
   }
 
   private run(op: 'decode' | 'encode', text: string): Promise<Reply> {
-    const slot = this.slot ?? this.start();
-    const id = this.nextId++;
+    if (this.closed) return Promise.resolve({ id: 0, error: 'the server is shutting down' });
     return new Promise((resolve) => {
-      // A document this slow holds the worker: replace it, and the jobs queued behind it fail alike.
-      const timer = setTimeout(() => this.fail(slot, `the document could not be decoded within ${this.limits.timeoutMs / 1000}s`), this.limits.timeoutMs);
-      slot.pending.set(id, { resolve, timer });
-      slot.worker.postMessage({ id, op, text, maxDepth: MAX_NESTING_DEPTH, maxJsonBytes: this.limits.maxJsonBytes });
+      this.queue.push({ id: this.nextId++, op, text, resolve });
+      this.pump();
     });
   }
 
-  private start(): Slot {
+  private pump(): void {
+    if (this.running || this.closed) return;
+    const job = this.queue.shift();
+    if (!job) return;
+    const worker = this.worker ?? this.start();
+    const timer = setTimeout(() => {
+      // This document holds the worker: replace the worker, fail only this job.
+      if (this.worker === worker) this.worker = undefined;
+      void worker.terminate();
+      this.finish(job.id, { id: job.id, error: `the document could not be converted within ${this.limits.timeoutMs / 1000}s` });
+    }, this.limits.timeoutMs);
+    this.running = { job, timer };
+    worker.postMessage({ id: job.id, op: job.op, text: job.text, maxDepth: MAX_NESTING_DEPTH, maxJsonBytes: this.limits.maxJsonBytes });
+  }
+
+  private finish(id: number, reply: Reply): void {
+    if (this.running?.job.id !== id) return;
+    clearTimeout(this.running.timer);
+    const { job } = this.running;
+    this.running = undefined;
+    job.resolve(reply);
+    this.pump();
+  }
+
+  private start(): Worker {
     const jsYaml = createRequire(import.meta.url).resolve('js-yaml');
     // 10,000 nested levels need a deeper stack than a worker's default 4 MB.
     const worker = new Worker(workerSource, { eval: true, workerData: { jsYaml, dumpOptions }, resourceLimits: { stackSizeMb: 64, maxOldGenerationSizeMb: 512 } });
     worker.unref();
-    const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (r: Reply) => {
-      const p = slot.pending.get(r.id);
-      if (!p) return;
-      clearTimeout(p.timer);
-      slot.pending.delete(r.id);
-      p.resolve(r);
-    });
-    worker.on('error', (e) => this.fail(slot, e.message));
-    worker.on('exit', () => this.fail(slot, 'the YAML decoder stopped'));
-    this.slot = slot;
-    return slot;
-  }
-
-  private fail(slot: Slot, why: string): void {
-    if (this.slot === slot) this.slot = undefined;
-    void slot.worker.terminate();
-    for (const [id, p] of slot.pending) {
-      clearTimeout(p.timer);
-      p.resolve({ id, error: why });
-    }
-    slot.pending.clear();
+    worker.on('message', (r: Reply) => this.finish(r.id, r));
+    // A worker that dies (out of memory, a crash) fails the job it held; the next job starts a new one.
+    const died = (why: string) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      if (this.running) this.finish(this.running.job.id, { id: this.running.job.id, error: why });
+    };
+    worker.on('error', (e) => died(e.message));
+    worker.on('exit', () => died('the YAML converter stopped'));
+    this.worker = worker;
+    return worker;
   }
 }

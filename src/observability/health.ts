@@ -1,5 +1,6 @@
 // /healthz, /livez, /readyz with named checks, ?verbose, ?exclude= and /<endpoint>/<check>, as k8s.io/apiserver's healthz.
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { errors } from '../machinery/status.js';
 
 export interface HealthCheck {
   name: string;
@@ -22,7 +23,7 @@ export function registerHealthRoutes(app: FastifyInstance, checks: HealthChecks)
     app.get(`/${endpoint}/:check`, async (req, reply) => {
       const { check } = req.params as { check: string };
       const c = list.find((x) => x.name === check);
-      if (!c) return reply.code(404).type('text/plain; charset=utf-8').send('404 page not found\n');
+      if (!c) throw errors.pathNotFound(); // a Status, as every error here
       const why = c.check();
       return why === undefined ? reply.type('text/plain; charset=utf-8').send('ok') : reply.code(500).type('text/plain; charset=utf-8').send(`internal server error: ${why}\n`);
     });

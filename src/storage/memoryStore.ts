@@ -114,7 +114,8 @@ export class MemoryStore implements Provider {
         deletionGracePeriodSeconds: meta.deletionGracePeriodSeconds ?? 0,
       },
     };
-    return { entry: this.commit('MODIFIED', key, next, current, ctx), deleted: false };
+    // Marking for deletion must work for any stored object, however close to the size bound it is.
+    return { entry: this.commit('MODIFIED', key, next, current, ctx, { deleting: true }), deleted: false };
   }
 
   /** Upstream adds "orphan"/"foregroundDeletion" for the garbage collector to act on. */
@@ -128,7 +129,7 @@ export class MemoryStore implements Provider {
   }
 
   /** Stamps the next resourceVersion and records the change, unless this is a dry run. */
-  private commit(type: 'ADDED' | 'MODIFIED' | 'DELETED', key: string, obj: KubeObject, prev: Entry | undefined, ctx: WriteContext): Entry {
+  private commit(type: 'ADDED' | 'MODIFIED' | 'DELETED', key: string, obj: KubeObject, prev: Entry | undefined, ctx: WriteContext, opts: { deleting?: boolean } = {}): Entry {
     // A dry-run create has no resourceVersion yet; a dry-run update keeps the current one.
     const rv = ctx.dryRun ? (prev?.rv ?? 0) : this.cache.resourceVersion + 1;
     const metadata: ObjectMeta = { ...obj.metadata, resourceVersion: String(rv) };
@@ -136,7 +137,10 @@ export class MemoryStore implements Provider {
     const stamped: KubeObject = { ...obj, metadata };
     const entry = makeEntry(key, stamped, rv);
     // etcd refuses large values too; here the bound keeps patches from growing an object without end.
-    if (entry.json.length > MAX_OBJECT_BYTES / 3 && Buffer.byteLength(entry.json) > MAX_OBJECT_BYTES) {
+    // Only growth past the bound is refused: an object pushed over it by its deletionTimestamp must
+    // still be able to lose its finalizers.
+    const grows = !prev || entry.json.length > prev.json.length;
+    if (type !== 'DELETED' && !opts.deleting && grows && entry.json.length > MAX_OBJECT_BYTES / 3 && Buffer.byteLength(entry.json) > MAX_OBJECT_BYTES) {
       throw errors.tooLarge(`Request entity too large: the object would be ${Buffer.byteLength(entry.json)} bytes of JSON, the limit is ${MAX_OBJECT_BYTES}`);
     }
     if (!ctx.dryRun) this.cache.apply({ type, rv, entry, prev });

@@ -1,6 +1,7 @@
 // One regression per defect class of the hardening issue, each failing on the code before it.
 import assert from 'node:assert/strict';
 import { request as httpsRequest } from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { tokenAuthenticator } from '../../src/auth/standalone.js';
 import type { Authorizer, UserInfo } from '../../src/auth/types.js';
@@ -195,6 +196,40 @@ describe('7. type confusion', () => {
   });
 });
 
+describe('8. HTTP-level answers', () => {
+  /** Sends the bytes on one TLS connection (without half-closing it) and returns everything the server wrote. */
+  const rawWire = (bytes: string): Promise<string> => new Promise((resolve, reject) => {
+    const { port } = new URL(s.url);
+    const sock = tlsConnect({ host: '127.0.0.1', port: Number(port), ca: s.caPem, servername: 'localhost' }, () => sock.write(bytes));
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error('the server did not close the connection')); }, 10_000);
+    sock.on('data', (c: Buffer) => chunks.push(c));
+    sock.on('error', () => undefined);
+    sock.on('close', () => { clearTimeout(timer); resolve(Buffer.concat(chunks).toString('utf8')); });
+  });
+
+  it('a malformed request pipelined after a DELETE is answered after the DELETE\'s 200, not instead of it', async () => {
+    assert.equal((await s.request('POST', coll, { body: llama('piped') })).status, 201);
+    const wire = await rawWire(`DELETE ${coll}/piped HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\n\r\nFOO{ / HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const statuses = [...wire.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+    assert.equal(statuses[0], 200, wire.slice(0, 300));
+    assert.ok(statuses.length === 1 || statuses[1] >= 400, wire.slice(0, 600));
+    expectStatus(await s.request('GET', `${coll}/piped`), 404, 'NotFound');
+  });
+
+  it('an Expect other than 100-continue is a 417 Status', async () => {
+    const wire = await rawWire(`POST ${coll} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`);
+    assert.match(wire, /^HTTP\/1\.1 417/);
+    const body = JSON.parse(wire.slice(wire.indexOf('\r\n\r\n') + 4)) as { kind: string; code: number };
+    assert.deepEqual([body.kind, body.code], ['Status', 417]);
+  });
+
+  it('an unserved method on a served path is 405; an unknown health check is a 404 Status', async () => {
+    expectStatus(await s.request('OPTIONS', coll), 405, 'MethodNotAllowed');
+    expectStatus(await s.request('GET', '/livez/nope'), 404, 'NotFound');
+  });
+});
+
 describe('10. client compatibility', () => {
   it('a body without Content-Type is JSON (the Python client sends none); text/plain and a patch type on POST are 415', async () => {
     const r = await rawRequest('POST', coll, JSON.stringify(llama('no-type')), {});
@@ -231,6 +266,11 @@ describe('10. client compatibility', () => {
       const before = seen.length;
       await t.request('GET', coll, { token, headers: { 'impersonate-user': Buffer.from('bjørn', 'utf8').toString('latin1') } });
       assert.equal(seen[before].info.name, 'bjørn');
+      // serviceaccount.SplitUsername: an invalid namespace or name is a plain user, not a service account.
+      const bad = seen.length;
+      await t.request('GET', coll, { token, headers: { 'impersonate-user': 'system:serviceaccount:Bad_NS:sa' } });
+      assert.deepEqual([seen[bad].info.resource, seen[bad].info.name], ['users', 'system:serviceaccount:Bad_NS:sa']);
+      assert.deepEqual(seen[bad + 1].user.groups, ['system:authenticated']);
       expectStatus(await t.request('GET', coll, { token, headers: { 'impersonate-user': 'eve' } }), 403, 'Forbidden',
         /^users "eve" is forbidden: User "farm-admin" cannot impersonate resource "users" in API group "" at the cluster scope: eve is off limits$/);
       expectStatus(await t.request('GET', coll, { token, headers: { 'impersonate-group': 'farmers' } }), 400, 'BadRequest', /without impersonating a user/);

@@ -47,10 +47,14 @@ describe('parseListOptions', () => {
     assert.equal(parseListOptions({ limit: '-5' }).limit, 0);
   });
 
-  it('400 for a boolean or integer that does not parse', () => {
-    refusal(() => parseListOptions({ watch: 'yes' }), 400, 'BadRequest');
+  it('400 for an integer that does not parse (an empty one too); booleans never fail, as kube converts them', () => {
     refusal(() => parseListOptions({ limit: '10x' }), 400, 'BadRequest');
+    refusal(() => parseListOptions({ limit: '' }), 400, 'BadRequest');
     refusal(() => parseListOptions({ timeoutSeconds: '1.5' }), 400, 'BadRequest');
+    refusal(() => parseListOptions({ limit: '9223372036854775808' }), 400, 'BadRequest');
+    // Convert_Slice_string_To_bool: "0" and "false" in any case are false, anything else true.
+    for (const v of ['yes', '', 'TRUE', '00', 'maybe']) assert.equal(parseListOptions({ watch: v }).watch, true, v);
+    for (const v of ['0', 'false', 'FALSE', 'False']) assert.equal(parseListOptions({ watch: v }).watch, false, v);
   });
 
   describe('list validation (ValidateListOptions)', () => {
