@@ -1,13 +1,13 @@
 // CLI entry: config → certificates → server → listen; SIGTERM ends watches and exits 0.
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
-import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import { allowAll, tokenAuthenticator } from './auth/standalone.js';
 import { ensureDevCerts, ensureToken } from './certs/devCerts.js';
 import { writeKubeconfig } from './certs/kubeconfig.js';
 import { watchServingCert } from './certs/reload.js';
+import { checkServingPair } from './certs/servingPair.js';
 import { ServingTls } from './certs/servingTls.js';
 import { ConfigError, loadConfig, usage, type Config } from './config.js';
 import { ping, type HealthCheck } from './observability/health.js';
@@ -50,15 +50,13 @@ async function main(): Promise<void> {
     return;
   }
   debug = ['debug', 'trace'].includes(config.logLevel);
+  // Every step until the server listens fails as one line naming what and why (src/startup.ts).
   const certDir = `--cert-dir ${config.certDir}`;
-  const dev = config.tlsFilesExplicit ? undefined : await step(`cannot prepare the certificates in ${certDir}`, async () => {
-    if ((await stat(config.certDir).catch(() => undefined))?.isDirectory() === false) throw new Error('it is a file, not a directory');
-    return ensureDevCerts(config.certDir);
-  });
+  const dev = config.tlsFilesExplicit ? undefined : await step(`cannot prepare the certificates in ${certDir}`, () => ensureDevCerts(config.certDir));
   const cert = await step(`cannot read the serving certificate ${config.tlsCertFile}`, () => readFile(config.tlsCertFile, 'utf8'));
   const key = await step(`cannot read the serving key ${config.tlsKeyFile}`, () => readFile(config.tlsKeyFile, 'utf8'));
-  // A PEM that does not parse or a key of another certificate fails here, not at the first handshake.
-  await step(`the serving certificate ${config.tlsCertFile} and key ${config.tlsKeyFile} are not a usable pair`, () => createSecureContext({ cert, key }));
+  // An empty or garbled PEM, or a key of another certificate, fails here, not at the first handshake.
+  await step('cannot use the serving certificate and key', () => checkServingPair({ cert, key }, { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile }));
   const token = config.standalone ? await step(`cannot prepare the access token in ${certDir}`, () => ensureToken(config.certDir)) : '';
   const metrics = createMetrics();
   const upstream = config.standalone && !config.kubeconfig ? undefined
@@ -108,12 +106,16 @@ async function main(): Promise<void> {
   const url = `https://${connectHost}:${config.port}`;
   if (config.standalone) {
     const kubeconfig = join(config.certDir, 'kubeconfig');
-    const caPem = dev ? await step(`cannot read ${dev.caFile}`, () => readFile(dev.caFile, 'utf8')) : undefined;
     // The generated certificate names only loopback: another bind address is verified as localhost.
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(connectHost);
-    // Serving matters more than the convenience file: a read-only cert dir only gets a warning.
-    await writeKubeconfig(kubeconfig, { server: url, caPem: caPem ?? cert, token, namespace: 'default', ...(loopback || !dev ? {} : { tlsServerName: 'localhost' }) })
-      .catch((e: unknown) => log.warn(`cannot write ${kubeconfig}: ${reasonOf(e)}; kubectl needs a kubeconfig with this server's CA and token`));
+    const writeOwnKubeconfig = async () => writeKubeconfig(kubeconfig, {
+      server: url, caPem: dev ? await readFile(dev.caFile, 'utf8') : cert, token, namespace: 'default',
+      ...(loopback || !dev ? {} : { tlsServerName: 'localhost' }),
+    });
+    // Serving matters more than the convenience file: a read-only cert dir (a mounted Secret) that
+    // holds it already says the same and is left alone; one that cannot take it only gets a warning.
+    await writeOwnKubeconfig().catch((e: unknown) =>
+      log.warn(`cannot write ${kubeconfig}: ${reasonOf(e, kubeconfig)}; kubectl needs a kubeconfig with this server's CA and token`));
     log.warn('standalone mode: every request with the generated token is allowed (no cluster authorization)');
     log.info({ kubeconfig, url }, 'ready');
     process.stdout.write(`\nfarm-apiserver (standalone) is serving on ${url}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);

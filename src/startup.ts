@@ -11,12 +11,16 @@ const errnoWords: Record<string, string> = {
   ENOENT: 'no such file or directory', EACCES: 'permission denied', EPERM: 'operation not permitted',
   EROFS: 'read-only file system', ENOTDIR: 'not a directory', EISDIR: 'is a directory', EEXIST: 'file exists',
   EADDRINUSE: 'address already in use', EADDRNOTAVAIL: 'address not available on this machine', ENOSPC: 'no space left on device',
+  ELOOP: 'too many levels of symbolic links', ENAMETOOLONG: 'file name too long', EMFILE: 'too many open files',
 };
 
-/** The reason in a few words: the errno's meaning, else the first line of the message. */
-export function reasonOf(e: unknown): string {
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  if (code && errnoWords[code]) return errnoWords[code];
+/**
+ * The reason in a few words: the errno's meaning, else the first line of the message. A file error
+ * names its file unless `context` (the sentence it will follow) already does.
+ */
+export function reasonOf(e: unknown, context = ''): string {
+  const { code, path } = (e ?? {}) as NodeJS.ErrnoException;
+  if (code && errnoWords[code]) return path && !context.includes(path) ? `${path}: ${errnoWords[code]}` : errnoWords[code];
   const message = e instanceof Error ? e.message : String(e);
   return message.split('\n')[0].trim() || 'unknown error';
 }
@@ -27,7 +31,7 @@ export async function step<T>(what: string, run: () => Promise<T> | T): Promise<
     return await run();
   } catch (e) {
     if (e instanceof StartupError) throw e;
-    throw new StartupError(`${what}: ${reasonOf(e)}`, e);
+    throw new StartupError(`${what}: ${reasonOf(e, what)}`, e);
   }
 }
 

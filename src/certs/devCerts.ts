@@ -38,10 +38,21 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/** Creates `dir` (mode 0700) if absent; an existing file there is ENOTDIR, not mkdir's puzzling EEXIST. */
+async function ensureDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: 'ENOTDIR', path: dir, syscall: 'mkdir' });
+  }
+}
+
 /** Write `data` to `path` only if `path` does not exist; the file appears complete or not at all. */
 async function writeNew(path: string, data: string, mode: number): Promise<void> {
   const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const fh = await open(tmp, 'wx', mode);
+  // A failure names the file being made, not its temporary name (e.g. EACCES in a read-only dir).
+  const fh = await open(tmp, 'wx', mode).catch((e: unknown) => { throw Object.assign(e as NodeJS.ErrnoException, { path }); });
   try {
     await fh.writeFile(data);
     await fh.chmod(mode); // umask could only narrow it, but be explicit
@@ -50,7 +61,7 @@ async function writeNew(path: string, data: string, mode: number): Promise<void>
     await fh.close();
   }
   try {
-    await link(tmp, path);
+    await link(tmp, path).catch((e: unknown) => { throw Object.assign(e as NodeJS.ErrnoException, { path }); });
   } finally {
     await unlink(tmp).catch(() => {});
   }
@@ -111,7 +122,7 @@ export async function ensureDevCerts(dir: string): Promise<DevCerts> {
   const keyFile = join(dir, 'tls.key');
   const result = { caFile, certFile, keyFile };
 
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await ensureDir(dir);
 
   const [hasCa, hasCaKey, hasCert, hasKey] = await Promise.all(
     [caFile, caKeyFile, certFile, keyFile].map(exists),
@@ -150,7 +161,7 @@ export function generateToken(): string {
 /** Return the token stored in `<dir>/token`, creating it (mode 0600) if absent. */
 export async function ensureToken(dir: string): Promise<string> {
   const file = join(dir, 'token');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await ensureDir(dir);
   if (!(await exists(file))) {
     try {
       await writeNew(file, `${generateToken()}\n`, 0o600);
@@ -158,7 +169,8 @@ export async function ensureToken(dir: string): Promise<string> {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e; // lost a race: read the winner's
     }
   }
-  const token = (await readFile(file, 'utf8')).trim();
+  // fs.promises' EISDIR carries no path: name the file.
+  const token = (await readFile(file, 'utf8').catch((e: unknown) => { throw Object.assign(e as NodeJS.ErrnoException, { path: file }); })).trim();
   if (token === '') throw new Error(`token file ${file} is empty; remove it to regenerate`);
   if (/\s/.test(token)) throw new Error(`token file ${file} must contain a single token without whitespace`);
   return token;

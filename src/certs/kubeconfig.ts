@@ -70,7 +70,8 @@ export async function writeKubeconfig(path: string, opts: KubeconfigOptions): Pr
   if ((await readFile(path, 'utf8').catch(() => undefined)) === text) return;
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const fh = await open(tmp, 'wx', 0o600);
+  // A failure names the kubeconfig, not its temporary name (e.g. EROFS in a mounted Secret).
+  const fh = await open(tmp, 'wx', 0o600).catch((e: unknown) => { throw Object.assign(e as NodeJS.ErrnoException, { path }); });
   try {
     await fh.writeFile(text);
     await fh.chmod(0o600);

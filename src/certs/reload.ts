@@ -3,14 +3,14 @@
 // The parent directories are watched rather than the files: editors, cert-manager, `mv` and
 // Kubernetes secret volumes (which swap a `..data` symlink) replace files by rename, after which
 // a watch on the old inode never fires again. Any event in the directory schedules a debounced
-// re-read; the pair is applied only when its content changed and it passes
-// tls.createSecureContext (which rejects unparsable PEM and a key that does not match the cert).
+// re-read; the pair is applied only when its content changed and it passes checkServingPair
+// (PEM that parses, a key that matches the certificate; an empty file half-way through a copy is refused).
 // A slow poll backs up fs.watch for filesystems without inotify (NFS, files read through mirrord).
 
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { createSecureContext } from 'node:tls';
+import { checkServingPair, type ServingPairNames } from './servingPair.js';
 
 export interface ServingCertFiles {
   certFile: string;
@@ -35,9 +35,9 @@ function asError(e: unknown): Error {
   return e instanceof Error ? e : new Error(String(e));
 }
 
-/** Throws if the pair is unusable (bad PEM, or key not matching the certificate). */
-export function validateServingPair(pem: ServingCertPem): void {
-  createSecureContext({ cert: pem.cert, key: pem.key });
+/** Throws if the pair is unusable (bad or empty PEM, or a key not matching the certificate). */
+export function validateServingPair(pem: ServingCertPem, names: ServingPairNames = { certFile: 'the certificate', keyFile: 'the key' }): void {
+  checkServingPair(pem, names);
 }
 
 /**
@@ -98,7 +98,7 @@ export function watchServingCert(
       const content = `${pem.cert}\0${pem.key}`;
       if (stopped || content === lastApplied) return;
       try {
-        validateServingPair(pem);
+        validateServingPair(pem, { certFile, keyFile });
         apply(pem);
       } catch (e) {
         report(`content:${content}`, e);

@@ -2,6 +2,7 @@
 // (client-node loads them), bodies kept as raw JSON so no field of newer API versions is lost.
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
+import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface UpstreamResponse<T> { status: number; body: T; text: string }
@@ -29,6 +30,12 @@ export class Upstream {
     else throw new Error('no kubeconfig and not running in a cluster');
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    if (!/^https?:\/\//.test(cluster.server) || !URL.canParse(cluster.server)) {
+      throw new Error(`the server of cluster ${JSON.stringify(cluster.name)} is not an http(s) URL: ${JSON.stringify(cluster.server)}`);
+    }
+    // client-node reads these at the first request; like client-go, fail at start-up when one is unreadable.
+    const user = kc.getCurrentUser();
+    for (const file of [cluster.caFile, user?.certFile, user?.keyFile]) if (file) await readFile(file);
     return new Upstream(kc, cluster.server.replace(/\/$/, ''), opts.onCall);
   }
 

@@ -16,6 +16,7 @@ import {
 } from '../../src/certs/devCerts.js';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
 import { watchServingCert, type ServingCertPem } from '../../src/certs/reload.js';
+import { checkServingPair } from '../../src/certs/servingPair.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -209,6 +210,64 @@ describe('tokens', () => {
   });
 });
 
+describe('the cert dir and token are named when unusable', () => {
+  it('a --cert-dir that is a file is ENOTDIR for certificates and token alike', async () => {
+    const file = join(root, 'not-a-dir');
+    await writeFile(file, 'x');
+    await assert.rejects(ensureDevCerts(file), { code: 'ENOTDIR', path: file });
+    await assert.rejects(ensureToken(file), { code: 'ENOTDIR', path: file });
+  });
+
+  it('a token that is a directory names <dir>/token', async () => {
+    const d = join(root, 'tok-dir');
+    await mkdir(join(d, 'token'), { recursive: true });
+    await assert.rejects(ensureToken(d), { code: 'EISDIR', path: join(d, 'token') });
+  });
+});
+
+describe('checkServingPair', () => {
+  const names = { certFile: '/c/tls.crt', keyFile: '/k/tls.key' };
+  let good: ServingCertPem;
+  let other: ServingCertPem;
+  before(async () => {
+    for (const cn of ['good', 'other']) {
+      const g = await generate([{ name: 'commonName', value: cn }], { keyType: 'ec', algorithm: 'sha256' });
+      if (cn === 'good') good = { cert: g.cert, key: g.private };
+      else other = { cert: g.cert, key: g.private };
+    }
+  });
+
+  it('accepts a matching pair, also with a chain after the certificate', () => {
+    checkServingPair(good, names);
+    checkServingPair({ cert: `${good.cert}\n${other.cert}`, key: good.key }, names);
+  });
+
+  it('refuses every unusable pair in one line naming the file at fault', () => {
+    const rsa = openssl('genrsa', '2048');
+    const encrypted = createPrivateKey(good.key).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'x' }).toString();
+    const cases: Array<[string, ServingCertPem, RegExp]> = [
+      ['both empty (TLS itself accepts this)', { cert: '', key: '' }, /^\/c\/tls\.crt holds no PEM certificate$/],
+      ['empty key', { cert: good.cert, key: '' }, /^\/k\/tls\.key holds no PEM private key$/],
+      ['garbage certificate', { cert: 'not a certificate', key: good.key }, /^\/c\/tls\.crt holds no PEM certificate$/],
+      ['truncated certificate', { cert: good.cert.slice(0, 80), key: good.key }, /^\/c\/tls\.crt holds a PEM certificate that does not parse$/],
+      ['the key as certificate', { cert: good.key, key: good.key }, /^\/c\/tls\.crt holds a private key, not a certificate$/],
+      ['the certificate as key', { cert: good.cert, key: good.cert }, /^\/k\/tls\.key holds a certificate, not a private key$/],
+      ['truncated key', { cert: good.cert, key: good.key.replace(/\n[A-Za-z0-9+/=]+\n/, '\nAAAA\n') }, /^\/k\/tls\.key holds a PEM private key that does not parse$/],
+      ['another certificate\'s key', { cert: good.cert, key: other.key }, /^\/k\/tls\.key is not the key of the certificate in \/c\/tls\.crt$/],
+      ['an RSA key for an EC certificate', { cert: good.cert, key: rsa }, /^\/k\/tls\.key is not the key of the certificate in \/c\/tls\.crt$/],
+      ['an encrypted key', { cert: good.cert, key: encrypted }, /^\/k\/tls\.key is encrypted/],
+    ];
+    for (const [what, pem, message] of cases) {
+      assert.throws(() => checkServingPair(pem, names), (e: unknown) => {
+        assert.ok(e instanceof Error, what);
+        assert.match(e.message, message, what);
+        assert.ok(!e.message.includes('\n'), what);
+        return true;
+      }, what);
+    }
+  });
+});
+
 describe('writeKubeconfig', () => {
   it('writes a parseable kubeconfig with CA data, token and current context (0600)', async () => {
     const certs = await ensureDevCerts(join(root, 'kc-certs'));
@@ -341,7 +400,7 @@ describe('watchServingCert', () => {
       const before4 = errors.length;
       await writeFile(join(dir, 'tls.crt'), pairs['cert-d']!.cert); // key is still cert-c's
       await waitFor(() => errors.length > before4, 'an error for the mismatched pair');
-      assert.match(errors.at(-1)!.message, /serving certificate reload .*: .*mismatch/);
+      assert.match(errors.at(-1)!.message, /serving certificate reload .*: .*tls\.key is not the key of the certificate in .*tls\.crt$/);
       assert.ok(!errors.at(-1)!.message.includes('\n'));
       assert.equal(await servedCN(), 'cert-c');
 
@@ -353,6 +412,12 @@ describe('watchServingCert', () => {
       const errs = errors.length;
       await writeFile(join(dir, 'tls.crt'), 'not a certificate');
       await waitFor(() => errors.length > errs, 'an error for garbage PEM');
+      assert.equal(await servedCN(), 'cert-d');
+      // 5b. an empty file (half-way through a copy) is refused: TLS would accept it and serve nothing
+      const errsEmpty = errors.length;
+      await writeFile(join(dir, 'tls.crt'), '');
+      await waitFor(() => errors.length > errsEmpty, 'an error for an empty certificate');
+      assert.match(errors.at(-1)!.message, /tls\.crt holds no PEM certificate$/);
       assert.equal(await servedCN(), 'cert-d');
       await writeFile(join(dir, 'tls.crt'), pairs['cert-d']!.cert);
       await new Promise((r) => setTimeout(r, 400));
