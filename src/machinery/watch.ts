@@ -67,7 +67,9 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
   w.settings.registry.add(open);
   const encode = encoder(w);
   // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
-  const seconds = listOpts.timeoutSeconds && listOpts.timeoutSeconds > 0 ? listOpts.timeoutSeconds : 1800 * (1 + Math.random());
+  // A negative timeout is a context already expired upstream: the watch ends at once.
+  const t = listOpts.timeoutSeconds;
+  const seconds = t === undefined || t === 0 ? 1800 * (1 + Math.random()) : Math.max(t, 0);
   const timer = setTimeout(() => open.close(), Math.min(seconds * 1000, 2 ** 31 - 1));
   const bookmarks = listOpts.allowWatchBookmarks
     ? setInterval(() => { if (open.pending() === 0) open.requestBookmark(); }, w.settings.bookmarkIntervalMs)

@@ -179,6 +179,12 @@ describe('7. type confusion', () => {
     assert.equal((await s.request('GET', `${coll}/typed`)).status, 200);
   });
 
+  it('watch=maybe is a watch (kube converts any value but 0/false to true); a negative timeoutSeconds ends it at once', async () => {
+    const r = await s.request('GET', `${coll}?watch=maybe&timeoutSeconds=-5`);
+    assert.equal(r.status, 200);
+    assert.ok(r.body.split('\n').filter(Boolean).every((l) => (JSON.parse(l) as { type: string }).type === 'ADDED'), r.body.slice(0, 200));
+  });
+
   it('list options: continue with resourceVersion, int64 overflow and unparsable GET resourceVersion are 400', async () => {
     const page = (await s.request('GET', `${coll}?limit=1`)).json<{ metadata: { continue: string; resourceVersion: string } }>();
     expectStatus(await s.request('GET', `${coll}?limit=1&continue=${page.metadata.continue}&resourceVersion=${page.metadata.resourceVersion}`), 400, 'BadRequest', /specifying resource version is not allowed when using continue/);
