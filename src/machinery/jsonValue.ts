@@ -97,32 +97,16 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** Nesting depth of a value: a scalar is 0, `{}` and `[]` are 1. */
-export function jsonDepth(v: unknown): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[v, 0]];
-  while (stack.length) {
-    const [x, d] = stack.pop()!;
-    if (typeof x !== 'object' || x === null) continue;
-    if (d + 1 > max) max = d + 1;
-    for (const c of Array.isArray(x) ? x : Object.values(x)) if (typeof c === 'object' && c !== null) stack.push([c, d + 1]);
-  }
-  return max;
-}
-
 /**
  * Compact JSON of any depth. `sortKeys` and `escapeHtml` give Go's json.Marshal of a map (keys in
- * byte order; <, >, & and U+2028/9 escaped). `limit` stops early (returns undefined) past that many characters.
+ * byte order; <, >, & and U+2028/9 escaped).
  */
-export function stringifyJson(v: unknown, opts: { sortKeys?: boolean; escapeHtml?: boolean; limit?: number } = {}): string | undefined {
+export function stringifyJson(v: unknown, opts: { sortKeys?: boolean; escapeHtml?: boolean } = {}): string {
   const parts: string[] = [];
-  let size = 0;
-  const limit = opts.limit ?? Infinity;
-  const emit = (s: string) => { parts.push(s); size += s.length; };
+  const emit = (s: string) => parts.push(s);
   // Work items: a value to write, or a literal (closing bracket, comma, key) already formatted.
   const stack: ({ v: unknown } | string)[] = [{ v }];
   while (stack.length) {
-    if (size > limit) return undefined;
     const item = stack.pop()!;
     if (typeof item === 'string') { emit(item); continue; }
     const x = item.v;
@@ -148,16 +132,15 @@ export function stringifyJson(v: unknown, opts: { sortKeys?: boolean; escapeHtml
 }
 
 /** Byte-wise UTF-8 order, as Go sorts map keys. */
-export function compareUtf8(a: string, b: string): number {
+function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
-/** Length in bytes of the value's compact JSON, or undefined once it passes `limit` (stops early). */
-export function jsonByteSize(v: unknown, limit: number): number | undefined {
+/** Length in bytes of the value's compact JSON, without building it. */
+export function jsonByteSize(v: unknown): number {
   let size = 0;
   const stack: unknown[] = [v];
   while (stack.length) {
-    if (size > limit) return undefined;
     const x = stack.pop();
     if (typeof x === 'string') size += Buffer.byteLength(JSON.stringify(x));
     else if (typeof x !== 'object' || x === null) size += String(x ?? null).length;

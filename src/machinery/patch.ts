@@ -79,7 +79,7 @@ const fail = (reason: string): never => { throw new PatchFailure(reason); };
 
 /** json.Marshal of the value as Go prints it: object keys sorted, <, >, & and U+2028/9 escaped. */
 export function goJSON(v: unknown): string {
-  return stringifyJson(v ?? null, { sortKeys: true, escapeHtml: true })!;
+  return stringifyJson(v ?? null, { sortKeys: true, escapeHtml: true });
 }
 
 /**
@@ -379,7 +379,7 @@ function applyOps(target: unknown, ops: (JsonObject | null)[]): Json {
         const dst = findObject(doc, path!) ?? fail(`copy operation does not apply: doc is missing destination path: ${path}: missing value`);
         // Sized before copying, so doubling a subtree 40 times stops at the limit, not at the heap's.
         // The document stays bounded (target + copies under the limit + the body's values), so is this walk.
-        copied += jsonByteSize(val, Infinity)!;
+        copied += jsonByteSize(val);
         if (copied > JSON_PATCH_MAX_COPY_BYTES) throw new CopyLimitExceeded(copied);
         containerAdd(dst.con, dst.key, clone(val));
         break;
