@@ -45,10 +45,10 @@ export interface BodyOptions {
 export function installBodyParsers(app: FastifyInstance, opts: BodyOptions): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, raw, done) => {
+    const text = (raw as Buffer).toString('utf8');
+    if (text.trim() === '') return done(null, undefined); // nothing to decode: its media type does not matter
     const type = mediaTypeOf(req.headers['content-type']);
     req.bodyMediaType = type;
-    const text = (raw as Buffer).toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
     const finish = (d: DecodedJson) => { req.duplicateFields = d.duplicateFields; req.fractionLiterals = d.fractionLiterals; done(null, d.value); };
     if (type === '' || jsonTypes.includes(type)) {
       decodeLargeJsonBody(text).then(finish, (e: Error) => done(e));
