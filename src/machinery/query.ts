@@ -91,12 +91,14 @@ export async function listEntries(cache: ObjectCache, sel: Selection, opts: List
     candidates = cache.list({ prefix: sel.prefix, atRV, startAfter });
   }
   const limit = opts.limit > 0 ? opts.limit : Infinity;
+  const meta: ListMeta = { resourceVersion: String(listRV) };
+  // Nothing to filter or cut: the candidates are the list (a fresh array from the cache, not copied again).
+  if (!sel.matches && candidates.length <= limit) return { items: candidates, meta };
   const items: Entry[] = [];
   let i = 0;
   for (; i < candidates.length && items.length < limit; i++) {
     if (!sel.matches || sel.matches(candidates[i].object)) items.push(candidates[i]);
   }
-  const meta: ListMeta = { resourceVersion: String(listRV) };
   if (items.length === limit && i < candidates.length) {
     const more = sel.matches ? candidates.slice(i).some((e) => sel.matches!(e.object)) : true;
     if (more) {

@@ -9,7 +9,7 @@ import { bumpGeneration, metaDecodeError, prepareForCreate, prepareForUpdate, va
 import { negotiate, type Target } from './negotiation.js';
 import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
 import { listEntries, selection, waitUntilFresh } from './query.js';
-import { renderList, renderObject, type Renderable, type Rendered } from './render.js';
+import { renderList, renderListBody, renderObject, type Renderable, type Rendered } from './render.js';
 import { apiVersionOf, groupResource, type DeleteOptions, type ResourceDefinition } from './resource.js';
 import { ApiError, errors, FieldError, GoLiteral, type GroupResource } from './status.js';
 import { parseIncludeObject } from './table.js';
@@ -137,8 +137,9 @@ class Handlers {
     }
     const out = negotiate(req.headers.accept, 'list');
     const { items, meta } = await listEntries(cache, sel, listOpts);
-    const r = renderList(this.def, items, meta, out, parseIncludeObject(one(req.query, 'includeObject')));
-    return reply.code(200).type(r.contentType).send(await this.body(r));
+    // Bytes, not a string: Node would otherwise measure, flatten and encode the whole body again on send.
+    const r = renderListBody(this.def, items, meta, out, parseIncludeObject(one(req.query, 'includeObject')));
+    return reply.code(200).type(r.contentType).send(r.yaml ? await this.body(r) : r.body);
   }
 
   async create(req: Req, reply: FastifyReply) {

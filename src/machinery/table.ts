@@ -1,7 +1,11 @@
 // Table and PartialObjectMetadata renderings (meta.k8s.io), built from a resource's printer columns.
+import { BodyBuilder } from './bodyBuilder.js';
 import type { ResourceDefinition } from './resource.js';
 import { ApiError } from './status.js';
+import { rowCells } from './tableCells.js';
 import type { KubeObject, ListMeta } from './types.js';
+
+export { ageCell, timedCell, type TimedValue } from './tableCells.js';
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
@@ -14,14 +18,33 @@ export function parseIncludeObject(v: string | undefined): IncludeObject {
 // Stored objects are immutable, so their metadata JSON can be made once per object.
 const metadataJson = new WeakMap<KubeObject, string>();
 
-export function partialObjectMetadata(obj: KubeObject, version: 'v1' | 'v1beta1'): string {
+function metadataOf(obj: KubeObject): string {
   let meta = metadataJson.get(obj);
   if (meta === undefined) metadataJson.set(obj, (meta = JSON.stringify(obj.metadata)));
-  return `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/${version}","metadata":${meta}}`;
+  return meta;
 }
 
-export function partialObjectMetadataList(objs: KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): string {
+const pomPrefix = (version: 'v1' | 'v1beta1') => `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/${version}","metadata":`;
+
+export function partialObjectMetadata(obj: KubeObject, version: 'v1' | 'v1beta1'): string {
+  return `${pomPrefix(version)}${metadataOf(obj)}}`;
+}
+
+export function partialObjectMetadataList(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): string {
   return `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[${objs.map((o) => partialObjectMetadata(o, version)).join(',')}]}`;
+}
+
+/** The same bytes as partialObjectMetadataList, written piece by piece. */
+export function partialObjectMetadataListBuffer(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): Buffer {
+  const b = new BodyBuilder();
+  const prefix = pomPrefix(version);
+  b.write(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[`);
+  for (let i = 0; i < objs.length; i++) {
+    b.write(i === 0 ? prefix : `},${prefix}`);
+    b.write(metadataOf(objs[i]));
+  }
+  b.write(objs.length ? '}]}' : ']}');
+  return b.finish();
 }
 
 export function columnDefinitions(def: ResourceDefinition) {
@@ -36,13 +59,51 @@ export interface TableOptions {
   now?: number;
 }
 
-export function table(def: ResourceDefinition, items: { object: KubeObject; json: string }[], listMeta: ListMeta, opts: TableOptions): string {
-  const now = opts.now ?? Date.now();
-  const rows = items.map(({ object, json }) => {
-    const cells = JSON.stringify(def.columns.map((c) => c.cell(object, now)));
-    const embedded = opts.includeObject === 'None' ? '' : `,"object":${opts.includeObject === 'Object' ? json : partialObjectMetadata(object, opts.version)}`;
-    return `{"cells":${cells}${embedded}}`;
-  });
+interface TableItem { object: KubeObject; json: string }
+
+function tableHead(def: ResourceDefinition, listMeta: ListMeta, opts: TableOptions): string {
   const columns = opts.withColumns ? JSON.stringify(columnDefinitions(def)) : 'null';
-  return `{"kind":"Table","apiVersion":"meta.k8s.io/${opts.version}","metadata":${JSON.stringify(listMeta)},"columnDefinitions":${columns},"rows":[${rows.join(',')}]}`;
+  return `{"kind":"Table","apiVersion":"meta.k8s.io/${opts.version}","metadata":${JSON.stringify(listMeta)},"columnDefinitions":${columns},"rows":[`;
+}
+
+interface Sink { write(s: string): void }
+
+class StringSink implements Sink {
+  text = '';
+  write(s: string): void { this.text += s; }
+}
+
+/** Writes the pieces of the table's JSON to `out`, in order. */
+function writeTable(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions, out: Sink): void {
+  const now = opts.now ?? Date.now();
+  out.write(tableHead(def, listMeta, opts));
+  // Each row is {"cells":[…]} or {"cells":[…],"object":…}; the separator between rows joins the previous
+  // row's end to the next one's start, so a row costs few writes.
+  const embed = opts.includeObject !== 'None';
+  const objectPrefix = opts.includeObject === 'Metadata' ? `,"object":${pomPrefix(opts.version)}` : ',"object":';
+  const rowEnd = opts.includeObject === 'Metadata' ? '}}' : '}';
+  const rowSeparator = `${rowEnd},{"cells":`;
+  for (let i = 0; i < items.length; i++) {
+    const { object, json } = items[i];
+    out.write(i === 0 ? '{"cells":' : rowSeparator);
+    out.write(rowCells(def.columns, object, now));
+    if (embed) {
+      out.write(objectPrefix);
+      out.write(opts.includeObject === 'Object' ? json : metadataOf(object));
+    }
+  }
+  out.write(items.length ? `${rowEnd}]}` : ']}');
+}
+
+export function table(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions): string {
+  const out = new StringSink();
+  writeTable(def, items, listMeta, opts, out);
+  return out.text;
+}
+
+/** The same bytes as table(), as a buffer ready to send. */
+export function tableBuffer(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions): Buffer {
+  const b = new BodyBuilder();
+  writeTable(def, items, listMeta, opts, b);
+  return b.finish();
 }

@@ -3,9 +3,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import { age } from '../machinery/duration.js';
 import type { Provider, ResourceDefinition } from '../machinery/resource.js';
 import { docs, int64, kindSchema } from '../machinery/schemas.js';
+import { ageCell, ageOf, timedCell } from '../machinery/tableCells.js';
 import type { KubeObject } from '../machinery/types.js';
 import { makeEntry, objectKey, ObjectCache, type Change } from '../storage/objectCache.js';
 import type { Upstream } from '../upstream/client.js';
@@ -209,9 +209,9 @@ export function farmPodDefinition(provider: FarmPodSource): ResourceDefinition {
       { name: 'Name', type: 'string', format: 'name', description: docs.name, priority: 0, cell: (o) => o.metadata.name ?? '' },
       { name: 'Ready', type: 'string', description: 'Ready containers out of total.', priority: 0, cell: (o) => st(o).ready ?? '' },
       { name: 'Status', type: 'string', description: 'Status as kubectl prints it for Pods.', priority: 0, cell: (o) => st(o).status ?? '' },
-      { name: 'Restarts', type: 'string', description: 'Container restarts.', priority: 0, cell: (o, now) => restartsText(st(o).restarts ?? 0, st(o).lastRestartTime, now) },
+      { name: 'Restarts', type: 'string', description: 'Container restarts.', priority: 0, cell: restartsCell },
       { name: 'Llama', type: 'string', description: 'The Llama this Pod tends, with its colour and weight.', priority: 0, cell: (o) => llamaCell(st(o).llama) },
-      { name: 'Age', type: 'date', description: docs.creationTimestamp, priority: 0, cell: (o, now) => age(o.metadata.creationTimestamp, now) },
+      { name: 'Age', type: 'date', description: docs.creationTimestamp, priority: 0, cell: ageCell },
       { name: 'IP', type: 'string', description: 'Pod IP.', priority: 1, cell: (o) => orNone(st(o).podIP) },
       { name: 'Node', type: 'string', description: 'Node the Pod runs on.', priority: 1, cell: (o) => orNone(sp(o).nodeName) },
       { name: 'QoS', type: 'string', description: 'Quality of Service class.', priority: 1, cell: (o) => orNone(st(o).qosClass) },
@@ -229,6 +229,14 @@ export function farmPodDefinition(provider: FarmPodSource): ResourceDefinition {
     }],
   };
 }
+
+/** RESTARTS, e.g. "3 (5m ago)": its text changes when the age of the last restart does. */
+const restartsCell = timedCell((o, now) => {
+  const restarts = st(o).restarts ?? 0;
+  const lastRestartTime = st(o).lastRestartTime;
+  const value = restartsText(restarts, lastRestartTime, now);
+  return { value, until: restarts !== 0 && lastRestartTime ? ageOf(lastRestartTime, now).until : Infinity };
+});
 
 function llamaCell(l: FarmPodStatusT['llama']): string {
   if (!l) return '<none>';

@@ -1,8 +1,8 @@
 // The Llama resource: schema (with descriptions and defaults), printer columns, and its definition.
 import { z } from 'zod';
-import { age } from '../machinery/duration.js';
 import type { Provider, ResourceDefinition } from '../machinery/resource.js';
 import { docs, int64, kindSchema } from '../machinery/schemas.js';
+import { ageCell } from '../machinery/tableCells.js';
 import type { KubeObject } from '../machinery/types.js';
 
 export const LLAMA_GROUP = 'farm.example.com';
@@ -66,7 +66,7 @@ export function llamaDefinition(provider: Provider): ResourceDefinition {
       { name: 'Weight', type: 'number', description: 'Weight of the llama in kilograms.', priority: 0, cell: (o) => numberOrNull(spec(o).weight) },
       { name: 'Height', type: 'number', description: 'Height of the llama at the withers, in metres.', priority: 1, cell: (o) => numberOrNull(spec(o).height) },
       { name: 'Food', type: 'string', description: foodDescription, priority: 1, cell: (o) => stringOrNull(spec(o).favoriteFood) },
-      { name: 'Age', type: 'date', description: docs.creationTimestamp, priority: 0, cell: (o, now) => age(o.metadata.creationTimestamp, now) },
+      { name: 'Age', type: 'date', description: docs.creationTimestamp, priority: 0, cell: ageCell },
     ],
     fieldSelectors: {
       'spec.color': (o) => stringOrNull(spec(o).color) ?? undefined,
