@@ -3,7 +3,6 @@
 // restart); tokens via TokenReview; decisions via SubjectAccessReview; both cached 10 s.
 import { headerText, headerValues as utf8HeaderValues } from './headers.js';
 import { createHash, type X509Certificate } from 'node:crypto';
-import type { TLSSocket } from 'node:tls';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { RequestInfo } from '../machinery/requestInfo.js';
 import { parseFieldSelector, parseLabelSelector, type LabelOperator } from '../machinery/selectors.js';
@@ -77,8 +76,8 @@ export function requestHeaderAuthenticator(trust: () => AuthenticationTrust): Au
     async authenticate(req) {
       const rh = trust().requestHeader;
       const claimsIdentity = rh.usernameHeaders.some((h) => headerValues(req, h).length > 0) || headerValues(req, 'x-remote-user').length > 0;
-      const peer = peerCert(req.raw.socket as TLSSocket);
-      if (!peer || !verifiesAgainst(peer.chain, rh.ca)) {
+      const peer = peerCert(req.raw);
+      if (!peer || !verifiesAgainst(peer, rh.ca)) {
         // Identity headers from anyone but the front proxy are a spoofing attempt, not anonymity.
         if (claimsIdentity) throw errors.unauthorized();
         return undefined;
@@ -113,8 +112,8 @@ function pathUnescape(s: string): string {
 export function clientCertAuthenticator(trust: () => AuthenticationTrust): Authenticator {
   return {
     async authenticate(req) {
-      const peer = peerCert(req.raw.socket as TLSSocket);
-      if (!peer || !verifiesAgainst(peer.chain, trust().clientCA)) return undefined;
+      const peer = peerCert(req.raw);
+      if (!peer || !verifiesAgainst(peer, trust().clientCA)) return undefined;
       const cn = commonName(peer.subject);
       if (!cn) return undefined;
       return { username: cn, groups: organizations(peer.subject), extra: {} };

@@ -4,7 +4,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { generate } from 'selfsigned';
 
 export interface HttpsResult {
   status: number;
@@ -73,37 +72,7 @@ export async function eventually<T>(what: string, timeoutMs: number, check: () =
   }
 }
 
-export interface Pem { cert: string; key: string }
-
-const DAY = 864e5;
-
-/** A throw-away CA (EC P-256), like test/cluster/controlPlane.ts makes. */
-export async function makeCa(cn: string): Promise<Pem> {
-  const r = await generate([{ name: 'commonName', value: cn }], {
-    keyType: 'ec', algorithm: 'sha256',
-    notBeforeDate: new Date(Date.now() - 3600e3), notAfterDate: new Date(Date.now() + 7 * DAY),
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
-    ],
-  });
-  return { cert: r.cert, key: r.private };
-}
-
-/** A client certificate (ExtKeyUsage clientAuth) with CN/O, signed by `ca` (PEM text or file paths). */
-export async function makeClientCert(ca: Pem, cn: string, orgs: string[] = []): Promise<Pem> {
-  const attrs = [{ name: 'commonName', value: cn }, ...orgs.map((o) => ({ name: 'organizationName', value: o }))];
-  const r = await generate(attrs, {
-    keyType: 'ec', algorithm: 'sha256', ca: { cert: pem(ca.cert)!, key: pem(ca.key)! },
-    notBeforeDate: new Date(Date.now() - 3600e3), notAfterDate: new Date(Date.now() + 7 * DAY),
-    extensions: [
-      { name: 'basicConstraints', cA: false },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-      { name: 'extKeyUsage', clientAuth: true },
-    ],
-  });
-  return { cert: r.cert, key: r.private };
-}
+export { makeCa, makeClientCert, type Pem } from '../helpers/pki.js';
 
 /** A long-running kubectl (e.g. `get -w`) whose stdout is collected as it arrives. */
 export interface StreamingKubectl {
@@ -157,20 +126,22 @@ export interface LoggedUser { username: string; uid?: string; groups: string[]; 
  * The identities our server authenticated for requests whose URL matches `url`, from its pino log at
  * debug level (src/server.ts logs `{user}` with msg "authenticated" per request; lines share `reqId`).
  */
-export function authenticatedUsers(logFile: string, url: RegExp): Array<{ reqId: string; url: string; user: LoggedUser }> {
+export function authenticatedUsers(logFile: string, url: RegExp): AuthenticatedRequest[] {
   const lines = readFileSync(logFile, 'utf8').split('\n').flatMap((l) => {
-    try { return [JSON.parse(l) as { reqId?: string; msg?: string; req?: { url?: string }; user?: LoggedUser }]; } catch { return []; }
+    try { return [JSON.parse(l) as { reqId?: string; msg?: string; req?: { url?: string; remotePort?: number }; user?: LoggedUser; httpVersion?: string }]; } catch { return []; }
   });
-  const urls = new Map<string, string>();
-  for (const l of lines) if (l.reqId && l.msg === 'incoming request' && l.req?.url) urls.set(l.reqId, l.req.url);
-  const out: Array<{ reqId: string; url: string; user: LoggedUser }> = [];
+  const reqs = new Map<string, { url: string; remotePort?: number }>();
+  for (const l of lines) if (l.reqId && l.msg === 'incoming request' && l.req?.url) reqs.set(l.reqId, { url: l.req.url, remotePort: l.req.remotePort });
+  const out: AuthenticatedRequest[] = [];
   for (const l of lines) {
     if (l.msg !== 'authenticated' || !l.reqId || !l.user) continue;
-    const u = urls.get(l.reqId);
-    if (u !== undefined && url.test(u)) out.push({ reqId: l.reqId, url: u, user: l.user });
+    const r = reqs.get(l.reqId);
+    if (r !== undefined && url.test(r.url)) out.push({ reqId: l.reqId, url: r.url, user: l.user, httpVersion: l.httpVersion, remotePort: r.remotePort });
   }
   return out;
 }
+
+export interface AuthenticatedRequest { reqId: string; url: string; user: LoggedUser; httpVersion?: string; remotePort?: number }
 
 /** A Llama manifest. */
 export function llama(name: string, namespace: string, extra: { labels?: Record<string, string>; finalizers?: string[]; ownerReferences?: unknown[]; spec?: Record<string, unknown> } = {}) {
