@@ -1,4 +1,4 @@
-// Benchmark runner: `npx tsx bench/run.ts [--quick] [--only http,watch,heap,startup,loopstall]`.
+// Benchmark runner: `npx tsx bench/run.ts [--quick] [--only http,watch,heap,startup,loopstall,peers]`.
 // Every number is compared with a peer measured in the same run (the machine is small and noisy),
 // so read the ratios, not the absolute values. Prints a table and writes bench/results.json.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -10,16 +10,19 @@ import { BENCH_DIR } from './lib/common.js';
 import { heapSuite } from './suites/heap.js';
 import { httpSuite } from './suites/http.js';
 import { loopStallSuite } from './suites/loopStall.js';
+import { peersSuite } from './suites/peers.js';
 import { startupSuite } from './suites/startup.js';
 import type { Ctx, Row, SuiteResult } from './suites/types.js';
 import { watchSuite } from './suites/watch.js';
 
 const suites: Record<string, (ctx: Ctx) => Promise<SuiteResult>> = {
-  http: httpSuite, watch: watchSuite, heap: heapSuite, startup: startupSuite, loopstall: loopStallSuite,
+  http: httpSuite, watch: watchSuite, heap: heapSuite, startup: startupSuite, loopstall: loopStallSuite, peers: peersSuite,
 };
+// Only with --only: peers needs the real control plane (and ~6 min).
+const optIn = new Set(['peers']);
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
-const selected = values.only ? values.only.split(',').map((s) => s.trim()) : Object.keys(suites);
+const selected = values.only ? values.only.split(',').map((s) => s.trim()) : Object.keys(suites).filter((s) => !optIn.has(s));
 for (const s of selected) if (!suites[s]) throw new Error(`unknown suite ${s}; one of ${Object.keys(suites).join(', ')}`);
 
 const started = Date.now();

@@ -2,13 +2,30 @@
 // Each connection has one request in flight (no pipelining) and sends the next as soon as the
 // previous response is complete. Responses are parsed just enough to find their end (Content-Length
 // or chunked) and checked for status 200 and a constant size; bodies are counted, not kept.
+// Optional (bench/suites/peers.ts): a TLS client certificate, another method with a body, other
+// expected statuses, no size check, a request cap, and templates in the path and body:
+//   {{seq}}  a number unique to each request of this process (e.g. a label value, so a PUT changes something)
+//   {{conn}} the connection's index (e.g. one object per connection, so PUTs never conflict)
+//   {{rv}}   the metadata.resourceVersion of this connection's previous response (first: an untimed GET of the path)
 import { readFileSync } from 'node:fs';
 import { connect, type TLSSocket } from 'node:tls';
 import { cpuTotalMs, nowMs, percentile, serveIpc } from '../lib/common.js';
 
-interface RunArgs {
+export interface RunArgs {
   port: number; path: string; headers: Record<string, string>; caFile: string;
   connections: number; warmupMs: number; durationMs: number;
+  /** Default GET. */
+  method?: string;
+  /** Sent with a Content-Length; may hold the templates above. */
+  body?: string;
+  /** A TLS client certificate (PEM files). */
+  certFile?: string; keyFile?: string;
+  /** Statuses that count as success; default [200]. */
+  expectStatus?: number[];
+  /** Check that every response has the size of the first; default true. */
+  sameSize?: boolean;
+  /** Stop once this many requests have completed (durationMs stays the upper bound). */
+  maxRequests?: number;
 }
 
 export interface RunResult {
@@ -22,6 +39,10 @@ export interface RunResult {
 
 const CRLF2 = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
+const RV_RE = /"resourceVersion":"(\d+)"/;
+const TEMPLATE_RE = /\{\{(seq|conn|rv)\}\}/g;
+/** {{seq}} counter; per process, so values stay unique across runs. */
+let seq = 0;
 
 class Conn {
   private buf: Buffer = Buffer.alloc(0);
@@ -33,8 +54,13 @@ class Conn {
   private readonly sock: TLSSocket;
   closed = false;
 
-  constructor(private readonly g: Generator, port: number, ca: Buffer, onConnect: () => void) {
-    this.sock = connect({ host: '127.0.0.1', port, ca, servername: 'localhost' }, onConnect);
+  /** This connection's last seen metadata.resourceVersion (for {{rv}}). */
+  rv: string | undefined;
+  private priming = false;
+  private kept: Buffer[] = [];
+
+  constructor(private readonly g: Generator, port: number, ca: Buffer, onConnect: () => void, readonly index = 0, tls: { cert?: Buffer; key?: Buffer } = {}) {
+    this.sock = connect({ host: '127.0.0.1', port, ca, servername: 'localhost', ...tls }, onConnect);
     this.sock.setNoDelay(true);
     this.sock.on('data', (c: Buffer) => this.onData(c));
     this.sock.on('error', (e) => this.g.fail(`socket: ${e.message}`));
@@ -44,8 +70,11 @@ class Conn {
   send(): void {
     this.state = 'head';
     this.size = 0;
+    this.kept = [];
     this.sentAt = nowMs();
-    this.sock.write(this.g.request);
+    this.priming = this.g.needsRv && this.rv === undefined;
+    if (!this.priming) this.g.sent++;
+    this.sock.write(this.priming ? this.g.primeRequest(this) : this.g.requestFor(this));
   }
 
   destroy(): void { this.sock.destroy(); }
@@ -70,6 +99,7 @@ class Conn {
         case 'body': {
           const n = Math.min(this.remaining, this.buf.length);
           this.remaining -= n; this.size += n;
+          if (this.g.needsRv) this.kept.push(this.buf.subarray(0, n));
           this.buf = this.buf.subarray(n);
           if (this.remaining > 0) return;
           this.done();
@@ -86,6 +116,7 @@ class Conn {
         case 'chunkData': {
           const n = Math.min(this.remaining, this.buf.length);
           this.remaining -= n; this.size += n;
+          if (this.g.needsRv) this.kept.push(this.buf.subarray(0, n));
           this.buf = this.buf.subarray(n);
           if (this.remaining > 0) return;
           this.state = 'chunkEnd';
@@ -111,6 +142,17 @@ class Conn {
 
   private done(): void {
     this.state = 'head';
+    if (this.g.needsRv) {
+      const m = RV_RE.exec(Buffer.concat(this.kept).toString('latin1'));
+      this.kept = [];
+      if (m) this.rv = m[1];
+    }
+    if (this.priming) {
+      this.priming = false;
+      if (this.status !== 200 || this.rv === undefined) { this.g.fail(`priming GET: status ${this.status}, resourceVersion ${this.rv}`); this.rv = undefined; return; }
+      if (this.g.running) this.send();
+      return;
+    }
     this.g.completed(this, this.status, this.size, nowMs() - this.sentAt);
   }
 }
@@ -124,8 +166,43 @@ class Generator {
   firstError: string | undefined;
   expectedSize = -1;
   latencies: number[] = [];
+  /** Requests sent (priming GETs excepted), to stop at maxRequests. */
+  sent = 0;
+  readonly needsRv: boolean;
+  readonly expectStatus: number[];
+  readonly sameSize: boolean;
+  readonly maxRequests: number;
+  onCap: () => void = () => {};
+  private readonly fixed: Buffer | undefined;
+  private readonly headerLines: string;
 
-  constructor(readonly request: Buffer) {}
+  constructor(private readonly a: RunArgs) {
+    this.headerLines = Object.entries({ host: `127.0.0.1:${a.port}`, ...a.headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const templated = TEMPLATE_RE.test(a.path) || (a.body !== undefined && TEMPLATE_RE.test(a.body));
+    TEMPLATE_RE.lastIndex = 0;
+    this.needsRv = a.path.includes('{{rv}}') || (a.body?.includes('{{rv}}') ?? false);
+    this.fixed = templated ? undefined : this.build(a.path, a.body);
+    this.expectStatus = a.expectStatus ?? [200];
+    this.sameSize = a.sameSize ?? true;
+    this.maxRequests = a.maxRequests ?? Infinity;
+  }
+
+  private build(path: string, body: string | undefined): Buffer {
+    const len = body === undefined ? '' : `content-length: ${Buffer.byteLength(body)}\r\n`;
+    return Buffer.from(`${this.a.method ?? 'GET'} ${path} HTTP/1.1\r\n${this.headerLines}${len}\r\n${body ?? ''}`, 'utf8');
+  }
+
+  requestFor(c: Conn): Buffer {
+    if (this.fixed) return this.fixed;
+    const sub = (s: string) => s.replace(TEMPLATE_RE, (_m, k: string) => (k === 'seq' ? String(++seq) : k === 'conn' ? String(c.index) : (c.rv ?? '')));
+    return this.build(sub(this.a.path), this.a.body === undefined ? undefined : sub(this.a.body));
+  }
+
+  /** The untimed GET that gives a connection its first {{rv}}. */
+  primeRequest(c: Conn): Buffer {
+    const path = this.a.path.replace(TEMPLATE_RE, (_m, k: string) => (k === 'conn' ? String(c.index) : ''));
+    return Buffer.from(`GET ${path} HTTP/1.1\r\n${this.headerLines}\r\n`, 'latin1');
+  }
 
   fail(why: string): void {
     this.errors++;
@@ -133,29 +210,31 @@ class Generator {
   }
 
   completed(c: Conn, status: number, size: number, latency: number): void {
-    if (status !== 200) this.fail(`status ${status}`);
+    if (!this.expectStatus.includes(status)) this.fail(`status ${status}`);
     else if (this.expectedSize < 0) this.expectedSize = size;
-    else if (size !== this.expectedSize) this.fail(`response size ${size} != ${this.expectedSize}`);
+    else if (this.sameSize && size !== this.expectedSize) this.fail(`response size ${size} != ${this.expectedSize}`);
     this.total++;
     if (this.measuring) { this.count++; this.latencies.push(latency); }
-    if (this.running) c.send();
+    if (this.total >= this.maxRequests) this.onCap();
+    if (this.running && this.sent < this.maxRequests) c.send();
   }
 }
 
 async function run(a: RunArgs): Promise<RunResult> {
   const ca = readFileSync(a.caFile);
-  const headerLines = Object.entries({ host: `127.0.0.1:${a.port}`, ...a.headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  const g = new Generator(Buffer.from(`GET ${a.path} HTTP/1.1\r\n${headerLines}\r\n`, 'latin1'));
+  const tls = a.certFile && a.keyFile ? { cert: readFileSync(a.certFile), key: readFileSync(a.keyFile) } : {};
+  const g = new Generator(a);
+  const capped = new Promise<void>((r) => { g.onCap = r; });
   const conns: Conn[] = [];
-  await Promise.all(Array.from({ length: a.connections }, () => new Promise<void>((resolve) => {
-    conns.push(new Conn(g, a.port, ca, resolve));
+  await Promise.all(Array.from({ length: a.connections }, (_x, i) => new Promise<void>((resolve) => {
+    conns.push(new Conn(g, a.port, ca, resolve, i, tls));
   })));
-  for (const c of conns) c.send();
-  await new Promise((r) => setTimeout(r, a.warmupMs));
+  for (const c of conns) if (g.sent < g.maxRequests) c.send();
+  await Promise.race([new Promise((r) => setTimeout(r, a.warmupMs)), capped]);
   const cpu0 = cpuTotalMs();
   const t0 = nowMs();
   g.measuring = true;
-  await new Promise((r) => setTimeout(r, a.durationMs));
+  await Promise.race([new Promise((r) => setTimeout(r, a.durationMs)), capped]);
   g.measuring = false;
   const elapsed = nowMs() - t0;
   const cpu = cpuTotalMs() - cpu0;
