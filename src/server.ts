@@ -8,6 +8,7 @@ import { registerDiscoveryRoutes } from './machinery/discovery.js';
 import { installBodyParsers } from './machinery/bodies.js';
 import { clientErrorHandler, expectationFailed, installErrorHandling, sendError } from './machinery/http.js';
 import { registerOpenApiRoutes } from './machinery/openapi.js';
+import { closeConnectionAfter } from './machinery/protocol.js';
 import { requestInfo, type RequestInfo } from './machinery/requestInfo.js';
 import type { ResourceDefinition } from './machinery/resource.js';
 import { registerResourceRoutes, type RestOptions } from './machinery/rest.js';
@@ -16,27 +17,13 @@ import type { WatchSettings } from './machinery/watch.js';
 import { YamlCodec } from './machinery/yamlCodec.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
 import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
+import { createServingServer, DEFAULT_HTTP_LIMITS, type HttpLimits, type ServingServer } from './serving.js';
 import type { CacheWatcher } from './storage/objectCache.js';
+import type { Server } from 'node:http';
 
 export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
 
-/** Connection limits, as kube-apiserver's secure serving sets them (server/secure_serving.go). */
-export interface HttpLimits {
-  /** Time to receive a request's headers (and, for a new connection, its first request). */
-  readHeaderTimeoutMs: number;
-  /** A keep-alive connection with no request in flight is closed after this. */
-  idleTimeoutMs: number;
-  /** A request body not received completely by then gets 504 and the connection closes. */
-  bodyTimeoutMs: number;
-  /** A TLS handshake not finished by then is dropped. */
-  handshakeTimeoutMs: number;
-  /** Request line + headers. */
-  maxHeaderBytes: number;
-}
-
-export const DEFAULT_HTTP_LIMITS: HttpLimits = {
-  readHeaderTimeoutMs: 32_000, idleTimeoutMs: 90_000, bodyTimeoutMs: 60_000, handshakeTimeoutMs: 32_000, maxHeaderBytes: 1 << 20,
-};
+export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './serving.js';
 
 export interface ServerOptions {
   tls: { key: string; cert: string; ca?: string };
@@ -71,6 +58,7 @@ export interface FarmServer { app: FastifyInstance; watchers: Set<CacheWatcher>;
 
 export function buildServer(opts: ServerOptions): FarmServer {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
+  let serving: ServingServer | undefined;
   const app = Fastify({
     loggerInstance: opts.logger,
     routerOptions: { maxParamLength: 1024 },
@@ -78,18 +66,13 @@ export function buildServer(opts: ServerOptions): FarmServer {
     frameworkErrors: (err, _req, reply) => sendError(reply, errors.badRequest(err.message)),
     // Per-request lines cost ~28% of GET throughput; like kube-apiserver's -v=3, only when debugging.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(opts.logger.level) }),
-    https: {
-      key: opts.tls.key, cert: opts.tls.cert, requestCert: true, rejectUnauthorized: false,
-      maxHeaderSize: limits.maxHeaderBytes,
-      handshakeTimeout: limits.handshakeTimeoutMs,
-      // How often Node looks for connections past their header deadline.
-      connectionsCheckingInterval: Math.min(1000, limits.readHeaderTimeoutMs),
+    // HTTP/2 and HTTP/1.1 on one port. Fastify's own http2 mode would add a session timeout that
+    // cuts quiet watches; requests of either protocol share the surface fastify uses.
+    serverFactory: (handler) => {
+      serving = createServingServer(opts.tls, limits, handler);
+      return serving.server as unknown as Server;
     },
     bodyLimit: MAX_BODY_BYTES,
-    keepAliveTimeout: limits.idleTimeoutMs,
-    // No whole-request or socket-inactivity timeout: a watch may be quiet for its whole life.
-    requestTimeout: 0,
-    connectionTimeout: 0,
     clientErrorHandler,
     // Idle keep-alive sockets close at once; in-flight requests get the shutdown grace period.
     forceCloseConnections: 'idle',
@@ -98,7 +81,6 @@ export function buildServer(opts: ServerOptions): FarmServer {
   });
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
-  app.server.headersTimeout = limits.readHeaderTimeoutMs;
   app.server.on('checkExpectation', expectationFailed);
   installErrorHandling(app, (info) => opts.resources.some((d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource));
   // Two workers: a hostile request body occupying one never delays YAML responses.
@@ -112,13 +94,13 @@ export function buildServer(opts: ServerOptions): FarmServer {
   app.addHook('onRequest', async (req, reply) => {
     try {
       if (closing) {
-        reply.header('connection', 'close');
+        closeConnectionAfter(reply);
         throw errors.serviceUnavailable('the server is shutting down');
       }
       req.info = requestInfo(req.method, req.url);
       const { auth } = opts;
       req.user = await authenticate(req, auth.authenticators);
-      req.log.debug({ user: req.user }, 'authenticated');
+      req.log.debug({ user: req.user, httpVersion: req.raw.httpVersion }, 'authenticated');
       const path = req.info.path;
       if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
       if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
@@ -145,7 +127,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
   for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate });
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
-  app.addHook('preClose', async () => endWatches());
+  app.addHook('preClose', async () => { endWatches(); serving?.closeSessions(); });
   return { app, watchers, endWatches };
 }
 

@@ -4,6 +4,7 @@
 import { headerText, headerValues as utf8HeaderValues } from './headers.js';
 import { createHash, type X509Certificate } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { headersDistinct } from '../machinery/protocol.js';
 import type { RequestInfo } from '../machinery/requestInfo.js';
 import { parseFieldSelector, parseLabelSelector, type LabelOperator } from '../machinery/selectors.js';
 import { errors } from '../machinery/status.js';
@@ -67,7 +68,7 @@ export class TrustSource {
 }
 
 function headerValues(req: FastifyRequest, name: string): string[] {
-  return utf8HeaderValues(req.raw.headersDistinct, name);
+  return utf8HeaderValues(headersDistinct(req.raw), name);
 }
 
 /** Front-proxy identity: X-Remote-* trusted only from a client cert of the requestheader CA with an allowed CN. */
@@ -92,7 +93,7 @@ export function requestHeaderAuthenticator(trust: () => AuthenticationTrust): Au
       const uid = rh.uidHeaders.map((h) => headerValues(req, h)[0]).find((v) => v);
       const groups = rh.groupHeaders.flatMap((h) => headerValues(req, h));
       const extra: Record<string, string[]> = {};
-      for (const [name, values] of Object.entries(req.raw.headersDistinct)) {
+      for (const [name, values] of Object.entries(headersDistinct(req.raw))) {
         const prefix = rh.extraPrefixes.find((p) => name.startsWith(p));
         if (!prefix || !values) continue;
         const key = pathUnescape(name.slice(prefix.length)).toLowerCase();

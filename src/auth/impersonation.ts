@@ -3,6 +3,7 @@
 // request runs as the impersonated user. Never ignored: either honoured or refused.
 import type { FastifyRequest } from 'fastify';
 import { dns1123LabelErrors, dns1123SubdomainErrors } from '../machinery/names.js';
+import { headersDistinct } from '../machinery/protocol.js';
 import type { RequestInfo } from '../machinery/requestInfo.js';
 import { ApiError, errors } from '../machinery/status.js';
 import { headerValues } from './headers.js';
@@ -32,7 +33,7 @@ function unescapeExtraKey(key: string): string {
 
 /** The identities a request asks to act as, in upstream's order; throws 400 for groups/extra/uid without a user. */
 function wantedIdentities(req: FastifyRequest): { wanted: Wanted[]; defaultGroups: string[] } {
-  const raw: NodeJS.Dict<string[]> = req.raw.headersDistinct;
+  const raw = headersDistinct(req.raw);
   const h: NodeJS.Dict<string[]> = {};
   for (const name of Object.keys(raw)) if (name.startsWith('impersonate-')) h[name] = headerValues(raw, name);
   const wanted: Wanted[] = [];

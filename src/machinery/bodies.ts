@@ -3,6 +3,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { decodeLargeJsonBody, type DecodedJson } from './jsonBody.js';
+import { discardUnreadBody, isHttp2 } from './protocol.js';
 import { errors } from './status.js';
 import type { YamlCodec } from './yamlCodec.js';
 
@@ -80,9 +81,11 @@ export function installBodyParsers(app: FastifyInstance, opts: BodyOptions): voi
   });
 
   // An answer given before the body was read (401, 404, a GET with a body) closes the connection once
-  // written, rather than reading the rest at the client's pace (as Go's server does past a small remainder).
+  // written, rather than reading the rest at the client's pace (as Go's server does past a small
+  // remainder); under HTTP/2 only that stream's rest is dropped (protocol.ts).
   app.addHook('onSend', (req, reply, payload, done) => {
-    if (!req.raw.complete) reply.header('connection', 'close');
+    if (isHttp2(req.raw)) reply.removeHeader('connection'); // fastify's own (after a body error) is HTTP/1.1's
+    if (!req.raw.complete) discardUnreadBody(reply, opts.timeoutMs);
     done(null, payload);
   });
 }

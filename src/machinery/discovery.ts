@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseAccept, type MediaRange } from './negotiation.js';
+import { hostOf } from './protocol.js';
 import { verbsOf, type ResourceDefinition } from './resource.js';
 import { errors } from './status.js';
 
@@ -259,7 +260,7 @@ export function registerDiscoveryRoutes(app: FastifyInstance, defs: ResourceDefi
       const format = negotiateDiscovery(req.headers.accept, true);
       if (!format) throw notAcceptable();
       if (format !== 'legacy') return send(req, reply, emptyAggregated[format], aggregatedContentType[format], 'public');
-      const serverAddress = req.headers.host ?? `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? 443}`;
+      const serverAddress = hostOf(req.raw) ?? `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? 443}`;
       const body = prepare({
         kind: 'APIVersions',
         versions: ['v1'],

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { isHttp2 } from './protocol.js';
 import { requestInfo, type RequestInfo } from './requestInfo.js';
 import { ApiError, errors, type Status } from './status.js';
 
@@ -97,9 +98,9 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
 }
 
 /** `Expect:` values other than 100-continue: 417, as Go answers, with a Status body. */
-export function expectationFailed(_req: IncomingMessage, res: ServerResponse): void {
+export function expectationFailed(req: IncomingMessage, res: ServerResponse): void {
   const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the only expectation supported is 100-continue', code: 417 };
   const body = JSON.stringify(status);
-  res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+  res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...(isHttp2(req) ? {} : { Connection: 'close' }) });
   res.end(body);
 }

@@ -1,5 +1,6 @@
 // Watch responses: newline-delimited {"type","object"} events over chunked HTTP, fed by a
 // CacheWatcher's bounded queue so a slow client never blocks writers or other watchers.
+import { isHttp2 } from './protocol.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TooOldError, type CacheWatcher, type ObjectCache, type WatchItem } from '../storage/objectCache.js';
 import type { ListOptions } from './listOptions.js';
@@ -57,7 +58,8 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
 
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+  // HTTP/2 frames the stream itself (a Transfer-Encoding header is forbidden there).
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...(isHttp2(req.raw) ? {} : { 'Transfer-Encoding': 'chunked' }) });
   res.flushHeaders();
   if (tooOld || !watcher) {
     res.end(line('ERROR', JSON.stringify(errors.expired(tooOld!.message).toStatus())));
@@ -77,7 +79,7 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
   const stop = () => open.close();
   res.on('close', stop);
   const socket = req.raw.socket;
-  socket.once('close', stop); // kept-alive sockets outlive the watch: removed in finally
+  socket.once('close', stop); // kept-alive sockets outlive the watch: removed in finally (HTTP/2: the stream's)
   if (res.destroyed || socket.destroyed) stop();
   try {
     for (;;) {

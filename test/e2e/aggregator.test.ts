@@ -197,6 +197,23 @@ async function grantListLlamas(bindingName: string, subject: { kind: 'User' | 'G
 
 const LIST_URL = /^\/apis\/farm\.example\.com\/v1alpha\/namespaces\/default\/llamas\?/;
 
+test('kube-apiserver talks HTTP/2 to us and multiplexes concurrent requests and watches over few connections', async () => {
+  const ns = 'default';
+  const url = new RegExp(`^${GV}/namespaces/${ns}/llamas\\?.*h2probe`);
+  // 30 concurrent LISTs and 5 watches through the aggregator, each on its own client connection to kube-apiserver.
+  const watches = Array.from({ length: 5 }, (_, i) => viaApiserver('GET', `${GV}/namespaces/${ns}/llamas?watch=1&timeoutSeconds=2&labelSelector=h2probe%3Dw${i}`));
+  const lists = await Promise.all(Array.from({ length: 30 }, (_, i) => viaApiserver('GET', `${GV}/namespaces/${ns}/llamas?labelSelector=h2probe%3Dl${i}`)));
+  for (const l of lists) assert.equal(l.status, 200, l.body);
+  for (const w of await Promise.all(watches)) assert.equal(w.status, 200, w.body);
+  const seen = await eventually('our log to show the 35 proxied requests', 10_000, async () => {
+    const r = authenticatedUsers(cluster.farmLog, url);
+    return r.length >= 35 ? r : undefined;
+  });
+  assert.deepEqual([...new Set(seen.map((r) => r.httpVersion))], ['2.0'], 'every proxied request arrived over HTTP/2');
+  const connections = new Set(seen.map((r) => r.remotePort)).size;
+  assert.ok(connections <= 3, `35 concurrent requests came over ${connections} connections, expected them multiplexed on few`);
+});
+
 test('the user, groups and extra reaching our SubjectAccessReview are the impersonated caller\'s', async () => {
   // list is granted to the GROUP devs only, never to bob
   await grantListLlamas('devs-list-llamas', { kind: 'Group', name: 'devs' });

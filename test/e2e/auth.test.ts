@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Agent } from 'node:https';
 import { stringify } from 'yaml';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { eventually, fingerprints, https, llama, makeCa, makeClientCert, type HttpsCall, type Pem } from './e2e.helpers.js';
@@ -220,6 +221,14 @@ test('rotating the requestheader CA in extension-apiserver-authentication is pic
 
   assert.equal((await asMasterVia(newProxy)).status, 401, 'the new CA is not trusted before the rotation');
   assert.equal((await asMasterVia(frontProxy())).status, 200);
+  // One kept-alive connection with the old certificate, open across the rotation: its verdict was made
+  // (and is kept per connection) before, and must not outlive the bundle it was made against.
+  const fp = frontProxy();
+  const kept = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => kept.destroy());
+  const onKept = () => farm(LIST, { as: fp, agent: kept, headers: { 'X-Remote-User': 'root', 'X-Remote-Group': 'system:masters' } });
+  const keptBefore = await onKept();
+  assert.equal(keptBefore.status, 200);
   const original = await getCm();
   assert.deepEqual(fingerprints(original.data['requestheader-client-ca-file']), [oldCa]);
 
@@ -245,6 +254,9 @@ test('rotating the requestheader CA in extension-apiserver-authentication is pic
     t.diagnostic(`new CA accepted ${pickedUp} ms after the patch`);
     assert.equal(old.status, 401, `the old front-proxy cert must be refused once its CA left the bundle: ${old.body}`);
     assert.deepEqual(old.json, UNAUTHORIZED);
+    const keptAfter = await onKept();
+    assert.equal(keptAfter.localPort, keptBefore.localPort, 'the same connection as before the rotation');
+    assert.equal(keptAfter.status, 401, 'the old certificate is refused on a connection opened before the rotation');
     break;
   }
 

@@ -3,12 +3,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { request, type Agent } from 'node:https';
 
 export interface HttpsResult {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** The client side's port of the connection the answer came on (tells a reused connection apart). */
+  localPort?: number;
   /** JSON.parse(body), or undefined when the body is not JSON */
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
@@ -23,6 +25,8 @@ export interface HttpsCall {
   headers?: Record<string, string | string[]>;
   body?: unknown;
   timeoutMs?: number;
+  /** A keep-alive agent to reuse connections; default: a fresh connection per call. */
+  agent?: Agent;
 }
 
 const pem = (v: string | undefined) => (v === undefined ? undefined : v.startsWith('-----BEGIN') ? v : readFileSync(v, 'utf8'));
@@ -34,7 +38,7 @@ export function https(c: HttpsCall): Promise<HttpsResult> {
     const headers: Record<string, string | string[]> = { ...(c.headers ?? {}) };
     if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
     const req = request(c.url, {
-      method: c.method ?? 'GET', headers, agent: false,
+      method: c.method ?? 'GET', headers, agent: c.agent ?? false,
       ca: pem(c.ca), cert: pem(c.cert), key: pem(c.key),
       timeout: c.timeoutMs ?? 15_000,
     }, (r) => {
@@ -44,7 +48,7 @@ export function https(c: HttpsCall): Promise<HttpsResult> {
       r.on('end', () => {
         let json: unknown;
         try { json = JSON.parse(text); } catch { json = undefined; }
-        res({ status: r.statusCode ?? 0, headers: r.headers, body: text, json });
+        res({ status: r.statusCode ?? 0, headers: r.headers, body: text, json, localPort: r.socket?.localPort });
       });
     });
     req.on('timeout', () => req.destroy(new Error(`timeout: ${c.method ?? 'GET'} ${c.url}`)));

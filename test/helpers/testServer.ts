@@ -1,6 +1,8 @@
 // Starts the real server (buildServer) on 127.0.0.1 over HTTPS with generated certs, and a small client.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { Http2Client } from './http2Client.js';
+import { lineStream } from './lineStream.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
@@ -45,6 +47,9 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
   const kubeconfig = join(dir, 'kubeconfig');
   await writeKubeconfig(kubeconfig, { server: url, caPem, token, namespace: 'default' });
 
+  // FARM_TEST_HTTP2=1 runs every suite's calls over one multiplexed HTTP/2 connection instead.
+  const h2 = process.env.FARM_TEST_HTTP2 === '1' ? new Http2Client(url, caPem) : undefined;
+
   const request: TestServer['request'] = (method, path, opts = {}) => new Promise((resolve, reject) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token !== null) headers.authorization = `Bearer ${opts.token ?? token}`;
@@ -54,6 +59,7 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
       headers['content-type'] = opts.contentType ?? 'application/json';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
+    if (h2) return h2.request(method, path, headers, payload).then(resolve, reject);
     const req = httpsRequest(`${url}${path}`, { method, headers, ca: caPem }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -68,37 +74,10 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
   });
 
   const stream: TestServer['stream'] = (path, opts = {}) => new Promise((resolve, reject) => {
-    const req = httpsRequest(`${url}${path}`, { method: 'GET', headers: { authorization: `Bearer ${token}`, ...opts.headers }, ca: caPem }, (res) => {
-      const lines: string[] = [];
-      let buf = '';
-      let waiter: (() => void) | undefined;
-      let read = 0;
-      const ended = new Promise<void>((r) => { res.on('end', r); res.on('close', r); });
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        buf += c;
-        let i;
-        while ((i = buf.indexOf('\n')) >= 0) { lines.push(buf.slice(0, i)); buf = buf.slice(i + 1); }
-        waiter?.();
-      });
-      res.on('end', () => waiter?.());
-      resolve({
-        status: res.statusCode ?? 0, lines, ended,
-        async next(timeoutMs = 5000) {
-          const deadline = Date.now() + timeoutMs;
-          while (read >= lines.length) {
-            if (res.complete || res.destroyed) throw new Error('stream ended');
-            const left = deadline - Date.now();
-            if (left <= 0) throw new Error(`no watch event within ${timeoutMs} ms`);
-            await new Promise<void>((r) => {
-              const t = setTimeout(r, left);
-              waiter = () => { clearTimeout(t); r(); };
-            });
-          }
-          return lines[read++];
-        },
-        close() { req.destroy(); },
-      });
+    const headers = { authorization: `Bearer ${token}`, ...opts.headers };
+    if (h2) return resolve(h2.stream(path, headers));
+    const req = httpsRequest(`${url}${path}`, { method: 'GET', headers, ca: caPem }, (res) => {
+      resolve(lineStream(res, res.statusCode ?? 0, () => req.destroy()));
     });
     req.on('error', (e) => { if ((e as NodeJS.ErrnoException).code !== 'ECONNRESET') reject(e); });
     req.end();
@@ -106,6 +85,6 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
 
   return {
     url, token, caPem, dir, kubeconfig, server, resources, request, stream,
-    async close() { server.endWatches(); await server.app.close(); await rm(dir, { recursive: true, force: true }); },
+    async close() { server.endWatches(); h2?.close(); await server.app.close(); await rm(dir, { recursive: true, force: true }); },
   };
 }

@@ -1,0 +1,50 @@
+// What differs between an HTTP/1.1 request and its HTTP/2 twin (node:http2's compat API), in one place.
+import type { IncomingMessage } from 'node:http';
+import { constants, type ServerHttp2Stream } from 'node:http2';
+import type { FastifyReply } from 'fastify';
+
+export const isHttp2 = (raw: IncomingMessage): boolean => raw.httpVersionMajor === 2;
+
+const distinct = new WeakMap<IncomingMessage, NodeJS.Dict<string[]>>();
+
+/** Every header's values, one per field as sent (HTTP/2 requests have no headersDistinct; their headers joins repeats). */
+export function headersDistinct(raw: IncomingMessage): NodeJS.Dict<string[]> {
+  if (raw.headersDistinct) return raw.headersDistinct;
+  let d = distinct.get(raw);
+  if (!d) {
+    d = {};
+    const r = raw.rawHeaders;
+    for (let i = 0; i + 1 < r.length; i += 2) {
+      const name = r[i].toLowerCase();
+      if (!name.startsWith(':')) (d[name] ??= []).push(r[i + 1]);
+    }
+    distinct.set(raw, d);
+  }
+  return d;
+}
+
+/** The request's authority: Host (HTTP/1.1) or :authority (HTTP/2), as Go's Request.Host. */
+export const hostOf = (raw: IncomingMessage): string | undefined => raw.headers.host ?? (raw.headers[':authority'] as string | undefined);
+
+/** Close the connection once this answer is written (HTTP/1.1). HTTP/2 has no such header: GOAWAY does it. */
+export function closeConnectionAfter(reply: FastifyReply): void {
+  if (!isHttp2(reply.request.raw)) reply.header('connection', 'close');
+}
+
+/**
+ * An answer given before the request body was read. HTTP/1.1: close the connection once written, rather
+ * than read the rest at the client's pace. HTTP/2 multiplexes others on the connection, and resetting
+ * the stream could drop the answer's queued frames: read the rest and drop it, and reset the stream
+ * only if the body is still not complete after `timeoutMs`.
+ */
+export function discardUnreadBody(reply: FastifyReply, timeoutMs: number): void {
+  const raw = reply.request.raw;
+  if (!isHttp2(raw)) { reply.header('connection', 'close'); return; }
+  const stream = (raw as IncomingMessage & { stream?: ServerHttp2Stream }).stream;
+  if (!stream || stream.endAfterHeaders || stream.closed) return; // no body was ever coming
+  raw.unpipe(); // from a body parser that stopped reading (its backpressure would pause us again)
+  raw.resume();
+  const timer = setTimeout(() => { if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL); }, timeoutMs);
+  timer.unref();
+  stream.once('close', () => clearTimeout(timer));
+}
