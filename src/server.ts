@@ -36,6 +36,7 @@ export interface ServerOptions {
   health: HealthChecks;
   watch: { queueCapacity: number; bookmarkIntervalMs: number };
   admitCreate?: RestOptions['admitCreate'];
+  generateName?: RestOptions['generateName'];
   version: { gitVersion: string };
   /** Serves GET /metrics from `registry` and counts every request in `httpRequests`. */
   metrics?: Pick<FarmMetrics, 'registry' | 'httpRequests'>;
@@ -124,7 +125,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
   if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
   registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
   registerOpenApiRoutes(app, opts.resources);
-  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate });
+  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate, generateName: opts.generateName });
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
   app.addHook('preClose', async () => { endWatches(); serving?.closeSessions(); });

@@ -23,9 +23,9 @@ export function generateName(prefix: string): string {
 }
 
 /** Sets what the server owns on create; the client's values for these are ignored. */
-export function prepareForCreate(obj: KubeObject, now: Date): KubeObject {
+export function prepareForCreate(obj: KubeObject, now: Date, names: (prefix: string) => string = generateName): KubeObject {
   const m: ObjectMeta = { ...obj.metadata };
-  if (!m.name && m.generateName) m.name = generateName(m.generateName);
+  if (!m.name && m.generateName) m.name = names(m.generateName);
   m.uid = randomUUID();
   m.creationTimestamp = rfc3339(now);
   m.generation = 1;

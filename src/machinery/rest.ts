@@ -25,6 +25,8 @@ export interface RestOptions {
   /** Writes YAML responses off the event loop. */
   yaml: YamlCodec;
   now?: () => Date;
+  /** Names for generateName (default: prefix + 5 random characters); tests make collisions with it. */
+  generateName?: (prefix: string) => string;
   /** Admission before a create (e.g. namespace lifecycle); throws ApiError to refuse. */
   admitCreate?: (gr: GroupResource, namespace: string | undefined, name: string) => Promise<void>;
 }
@@ -57,6 +59,9 @@ export function registerResourceRoutes(app: FastifyInstance, def: ResourceDefini
   route('PATCH', coll, notAllowed);
   route('POST', item, notAllowed);
 }
+
+/** maxNameGenerationCreateAttempts: 1 million names per prefix with a 0.1% chance of any conflict. */
+const MAX_NAME_GENERATION_ATTEMPTS = 8;
 
 class Handlers {
   private readonly gr;
@@ -154,11 +159,19 @@ class Handlers {
     await pace.breathe();
     // Admission (namespace lifecycle) runs before the strategy's validation, as upstream orders them.
     await this.opts.admitCreate?.(this.gr, namespace, body.metadata.name ?? '');
-    const warnings = new Warnings();
-    const obj = await this.validated(pace, warnings, prepareForCreate(body, this.now()), wo, undefined, req.duplicateFields);
-    await pace.breathe();
-    const entry = await provider.create(obj, { dryRun: wo.dryRun });
-    return respond(reply, 201, entry, warnings);
+    // A generated name that is taken is drawn again, up to 8 times (store.go's createWithGenerateNameRetry).
+    const generated = !body.metadata.name && !!body.metadata.generateName;
+    for (let attempt = 1; ; attempt++) {
+      const warnings = new Warnings();
+      const obj = await this.validated(pace, warnings, prepareForCreate(body, this.now(), this.opts.generateName), wo, undefined, req.duplicateFields);
+      await pace.breathe();
+      try {
+        const entry = await provider.create(obj, { dryRun: wo.dryRun });
+        return respond(reply, 201, entry, warnings);
+      } catch (e) {
+        if (!generated || attempt >= MAX_NAME_GENERATION_ATTEMPTS || !(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+      }
+    }
   }
 
   async update(req: Req, reply: FastifyReply) {

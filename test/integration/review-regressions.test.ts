@@ -99,3 +99,29 @@ test('malformed metadata is a 400 decoding error, an invalid namespace or finali
   const both = await s.request('POST', `${base}/namespaces/m/llamas`, { body: { ...llama('x'), metadata: { name: 'x', finalizers: ['orphan', 'foregroundDeletion'] } } });
   assert.equal(both.status, 422, both.body);
 });
+
+test('a generated name that is taken is drawn again, up to 8 times; then 409 AlreadyExists (store.go createWithGenerateNameRetry)', async () => {
+  // A generator that repeats each name a set number of times makes collisions certain.
+  const drawn: string[] = [];
+  let plan: string[] = [];
+  const t = await startTestServer({ generateName: (prefix) => { const n = `${prefix}${plan.shift() ?? 'zzzzz'}`; drawn.push(n); return n; } });
+  try {
+    const coll = `${base}/namespaces/gen/llamas`;
+    const body = { apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { generateName: 'cria-' }, spec: { weight: 20, height: 0.8 } };
+    plan = ['aaaaa'];
+    assert.equal((await t.request('POST', coll, { body })).status, 201);
+    plan = Array(7).fill('aaaaa').concat('bbbbb');
+    const second = await t.request('POST', coll, { body });
+    assert.equal(second.status, 201, second.body);
+    assert.equal(second.json().metadata.name, 'cria-bbbbb', 'the 8th draw, after 7 taken ones');
+    drawn.length = 0;
+    plan = Array(9).fill('aaaaa');
+    const third = await t.request('POST', coll, { body });
+    assert.equal(third.status, 409, third.body);
+    assert.equal(third.json().reason, 'AlreadyExists');
+    assert.equal(drawn.length, 8, 'eight attempts, no more');
+    plan = ['ccccc'];
+    const named = await t.request('POST', coll, { body: { ...body, metadata: { name: 'cria-aaaaa', generateName: 'cria-' } } });
+    assert.equal(named.status, 409, 'an explicit name is never redrawn');
+  } finally { await t.close(); }
+});
