@@ -22,6 +22,9 @@ export class BodyBuilder {
     this.len += this.buf.write(s, this.len);
   }
 
+  /** Bytes written so far. */
+  get byteLength(): number { return this.len; }
+
   /** One ASCII character (a separator), without a string write's overhead. */
   writeAscii(code: number): void {
     if (this.len + 1 > this.buf.length) this.grow(this.len + 1);
@@ -44,4 +47,98 @@ export class BodyBuilder {
     next.set(this.buf.subarray(0, this.len));
     this.buf = next;
   }
+}
+
+/** Something that takes a body's text piece by piece. */
+export interface Sink { write(s: string): void }
+
+/** A list body as head, one piece per item, tail: so it can be written whole or a chunk at a time. */
+export interface ListPieces {
+  count: number;
+  head(out: Sink): void;
+  /** Item `i` (0-based), with whatever separates it from the previous one. */
+  item(out: Sink, i: number): void;
+  tail(out: Sink): void;
+}
+
+export function writeAllPieces(p: ListPieces, out: Sink): void {
+  p.head(out);
+  for (let i = 0; i < p.count; i++) p.item(out, i);
+  p.tail(out);
+}
+
+/** The body's text as one string. */
+export function piecesText(p: ListPieces): string {
+  let text = '';
+  writeAllPieces(p, { write: (s) => { text += s; } });
+  return text;
+}
+
+/** The body's bytes in one buffer. */
+export function piecesBuffer(p: ListPieces): Buffer {
+  const b = new BodyBuilder();
+  writeAllPieces(p, b);
+  return b.finish();
+}
+
+/** Past this, a list body is made a chunk at a time, as the client reads it. */
+export const LIST_CHUNK_BYTES = 32 * 1024;
+
+/** The rest of a body too large for one chunk: each call makes the next chunk, undefined at the end. */
+export interface ChunkSource { first: Buffer; next(): Buffer | undefined }
+
+/**
+ * The whole body as bytes when it fits in one chunk; otherwise its first chunk and a source that makes
+ * each next one on demand (see writeChunks), so a client that reads nothing holds a few chunks of memory,
+ * not the whole body (1,000 unread 450 KB LISTs on one HTTP/2 connection would otherwise hold 450 MB).
+ */
+export function piecesBody(p: ListPieces, chunkBytes = LIST_CHUNK_BYTES): Buffer | ChunkSource {
+  let nextItem = 0;
+  let started = false;
+  let done = false;
+  const fill = (): Buffer => {
+    const b = new BodyBuilder(); // per chunk: a suspended body keeps no scratch buffer
+    if (!started) { p.head(b); started = true; }
+    while (nextItem < p.count && b.byteLength < chunkBytes) p.item(b, nextItem++);
+    if (nextItem === p.count) { p.tail(b); done = true; }
+    return b.finish();
+  };
+  const first = fill();
+  if (done) return first;
+  return { first, next: () => (done ? undefined : fill()) };
+}
+
+/** At most this many bytes of a response wait unsent before the next chunk is made. */
+const UNSENT_BUDGET_BYTES = 64 * 1024;
+
+export interface ChunkSink {
+  write(chunk: Buffer): boolean;
+  end(): void;
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+  on(event: 'drain' | 'close', f: () => void): unknown;
+  off(event: 'drain' | 'close', f: () => void): unknown;
+}
+
+/**
+ * Writes the chunks as fast as the connection takes them: a client that keeps up gets the whole body in
+ * one turn of the event loop (data the kernel accepts at once is not "unsent"); one that does not stalls
+ * only its own response, holding at most the budget plus a chunk.
+ */
+export async function writeChunks(res: ChunkSink, src: ChunkSource): Promise<void> {
+  for (let chunk: Buffer | undefined = src.first; chunk; chunk = src.next()) {
+    if (res.destroyed) return;
+    // 'drain' comes only after a write that returned false: wait for it only then.
+    if (!res.write(chunk) && res.writableLength > UNSENT_BUDGET_BYTES) await drained(res);
+  }
+  if (!res.destroyed) res.end();
+}
+
+/** Resolves when the stream has room again, or is gone. */
+export function drained(res: Pick<ChunkSink, 'on' | 'off'>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -48,3 +48,10 @@ export function discardUnreadBody(reply: FastifyReply, timeoutMs: number): void 
   timer.unref();
   stream.once('close', () => clearTimeout(timer));
 }
+
+/** The client went away: its connection (HTTP/1.1), or under HTTP/2 its stream (reset or closed). */
+export function clientGone(raw: IncomingMessage): boolean {
+  if (!isHttp2(raw)) return raw.socket.destroyed;
+  const stream = (raw as IncomingMessage & { stream?: ServerHttp2Stream }).stream;
+  return !stream || stream.closed || stream.destroyed;
+}

@@ -2,8 +2,8 @@
 import type { Output } from './negotiation.js';
 import type { ResourceDefinition } from './resource.js';
 import { apiVersionOf } from './resource.js';
-import { BodyBuilder } from './bodyBuilder.js';
-import { partialObjectMetadata, partialObjectMetadataList, partialObjectMetadataListBuffer, table, tableBuffer, type IncludeObject } from './table.js';
+import { piecesBody, type ChunkSource, type ListPieces } from './bodyBuilder.js';
+import { partialObjectMetadata, partialObjectMetadataList, partialObjectMetadataListPieces, table, tablePieces, type IncludeObject } from './table.js';
 import type { KubeObject, ListMeta } from './types.js';
 
 /** `yaml`: the body is JSON still to be converted (off the event loop, by the YAML codec). */
@@ -38,30 +38,28 @@ export function renderList(def: ResourceDefinition, items: readonly Renderable[]
   }
 }
 
-/** A list body to send as it is: bytes for JSON, PartialObjectMetadata and Table; YAML is still to convert. */
-export type RenderedList = { contentType: string; body: Buffer; yaml?: undefined } | (Rendered & { yaml: true });
+/** A list body to send as it is: bytes, or chunks made as they are sent, for JSON, PartialObjectMetadata and Table; YAML is still to convert. */
+export type RenderedList = { contentType: string; body: Buffer | ChunkSource; yaml?: undefined } | (Rendered & { yaml: true });
 
 // What fastify sends for a JSON string body (it appends the charset); kept for bytes, so the header
 // does not depend on the body's form.
-const jsonBytes = (body: Buffer): RenderedList => ({ contentType: 'application/json; charset=utf-8', body });
+const jsonBody = (body: Buffer | ChunkSource): RenderedList => ({ contentType: 'application/json; charset=utf-8', body });
 
-/** renderList's bytes, written straight into a buffer (a list is many ready pieces; see bodyBuilder.ts). */
+/** renderList's bytes, written straight into buffers, a chunk at a time for a large list (bodyBuilder.ts). */
 export function renderListBody(def: ResourceDefinition, items: readonly Renderable[], listMeta: ListMeta, out: Output, includeObject: IncludeObject): RenderedList {
   switch (out.format) {
-    case 'json': return jsonBytes(jsonListBuffer(def, items, listMeta));
+    case 'json': return jsonBody(piecesBody(jsonListPieces(def, items, listMeta)));
     case 'yaml': return { ...renderList(def, items, listMeta, { format: 'json' }, includeObject), contentType: 'application/yaml', yaml: true };
-    case 'metadata': return jsonBytes(partialObjectMetadataListBuffer(items.map((i) => i.object), listMeta, out.version));
-    case 'table': return jsonBytes(tableBuffer(def, items, listMeta, { version: out.version, includeObject, withColumns: true }));
+    case 'metadata': return jsonBody(piecesBody(partialObjectMetadataListPieces(items.map((i) => i.object), listMeta, out.version)));
+    case 'table': return jsonBody(piecesBody(tablePieces(def, items, listMeta, { version: out.version, includeObject, withColumns: true })));
   }
 }
 
-function jsonListBuffer(def: ResourceDefinition, items: readonly Renderable[], listMeta: ListMeta): Buffer {
-  const b = new BodyBuilder();
-  b.write(`{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":${JSON.stringify(listMeta)},"items":[`);
-  for (let i = 0; i < items.length; i++) {
-    if (i > 0) b.writeAscii(0x2c); // ','
-    b.write(items[i].json);
-  }
-  b.write(']}');
-  return b.finish();
+function jsonListPieces(def: ResourceDefinition, items: readonly Renderable[], listMeta: ListMeta): ListPieces {
+  return {
+    count: items.length,
+    head: (out) => out.write(`{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":${JSON.stringify(listMeta)},"items":[`),
+    item: (out, i) => { if (i > 0) out.write(','); out.write(items[i].json); },
+    tail: (out) => out.write(']}'),
+  };
 }

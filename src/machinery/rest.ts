@@ -8,6 +8,8 @@ import { one, parseListOptions, parseWriteOptions, type Query, type WriteOptions
 import { bumpGeneration, metaDecodeError, prepareForCreate, prepareForUpdate, validateMeta, validateMetaUpdate } from './meta.js';
 import { negotiate, type Target } from './negotiation.js';
 import { applyMergePatch, jsonPatch, strictDecodingError } from './patch.js';
+import { writeChunks } from './bodyBuilder.js';
+import { clientGone } from './protocol.js';
 import { listEntries, selection, waitUntilFresh } from './query.js';
 import { renderList, renderListBody, renderObject, type Renderable, type Rendered } from './render.js';
 import { apiVersionOf, groupResource, type DeleteOptions, type ResourceDefinition } from './resource.js';
@@ -142,9 +144,20 @@ class Handlers {
     }
     const out = negotiate(req.headers.accept, 'list');
     const { items, meta } = await listEntries(cache, sel, listOpts);
+    // A client gone while this waited (authorization, a fresh-enough cache) or one that sent the request
+    // and reset it at once (HTTP/2 rapid reset): nothing to build a LIST for. One turn of the event loop
+    // first, so that resets already on the wire are read before the work starts.
+    await new Promise<void>((r) => setImmediate(r));
+    if (clientGone(req.raw)) { reply.hijack(); return reply; }
     // Bytes, not a string: Node would otherwise measure, flatten and encode the whole body again on send.
     const r = renderListBody(this.def, items, meta, out, parseIncludeObject(one(req.query, 'includeObject')));
-    return reply.code(200).type(r.contentType).send(r.yaml ? await this.body(r) : r.body);
+    if (r.yaml) return reply.code(200).type(r.contentType).send(await this.body(r));
+    if (Buffer.isBuffer(r.body)) return reply.code(200).type(r.contentType).send(r.body);
+    // A large list: written a chunk at a time, as fast as the client takes them (bodyBuilder.ts).
+    reply.hijack();
+    reply.raw.writeHead(200, { 'Content-Type': r.contentType });
+    await writeChunks(reply.raw, r.body);
+    return reply;
   }
 
   async create(req: Req, reply: FastifyReply) {

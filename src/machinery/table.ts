@@ -1,5 +1,5 @@
 // Table and PartialObjectMetadata renderings (meta.k8s.io), built from a resource's printer columns.
-import { BodyBuilder } from './bodyBuilder.js';
+import { piecesBuffer, piecesText, type ListPieces } from './bodyBuilder.js';
 import type { ResourceDefinition } from './resource.js';
 import { ApiError } from './status.js';
 import { rowCells } from './tableCells.js';
@@ -34,17 +34,20 @@ export function partialObjectMetadataList(objs: readonly KubeObject[], listMeta:
   return `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[${objs.map((o) => partialObjectMetadata(o, version)).join(',')}]}`;
 }
 
+/** The pieces of partialObjectMetadataList's JSON. */
+export function partialObjectMetadataListPieces(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): ListPieces {
+  const prefix = pomPrefix(version);
+  return {
+    count: objs.length,
+    head: (out) => out.write(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[`),
+    item: (out, i) => { out.write(i === 0 ? prefix : `},${prefix}`); out.write(metadataOf(objs[i])); },
+    tail: (out) => out.write(objs.length ? '}]}' : ']}'),
+  };
+}
+
 /** The same bytes as partialObjectMetadataList, written piece by piece. */
 export function partialObjectMetadataListBuffer(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): Buffer {
-  const b = new BodyBuilder();
-  const prefix = pomPrefix(version);
-  b.write(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[`);
-  for (let i = 0; i < objs.length; i++) {
-    b.write(i === 0 ? prefix : `},${prefix}`);
-    b.write(metadataOf(objs[i]));
-  }
-  b.write(objs.length ? '}]}' : ']}');
-  return b.finish();
+  return piecesBuffer(partialObjectMetadataListPieces(objs, listMeta, version));
 }
 
 export function columnDefinitions(def: ResourceDefinition) {
@@ -66,44 +69,36 @@ function tableHead(def: ResourceDefinition, listMeta: ListMeta, opts: TableOptio
   return `{"kind":"Table","apiVersion":"meta.k8s.io/${opts.version}","metadata":${JSON.stringify(listMeta)},"columnDefinitions":${columns},"rows":[`;
 }
 
-interface Sink { write(s: string): void }
-
-class StringSink implements Sink {
-  text = '';
-  write(s: string): void { this.text += s; }
-}
-
-/** Writes the pieces of the table's JSON to `out`, in order. */
-function writeTable(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions, out: Sink): void {
+/** The pieces of the table's JSON. */
+export function tablePieces(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions): ListPieces {
   const now = opts.now ?? Date.now();
-  out.write(tableHead(def, listMeta, opts));
   // Each row is {"cells":[…]} or {"cells":[…],"object":…}; the separator between rows joins the previous
   // row's end to the next one's start, so a row costs few writes.
   const embed = opts.includeObject !== 'None';
   const objectPrefix = opts.includeObject === 'Metadata' ? `,"object":${pomPrefix(opts.version)}` : ',"object":';
   const rowEnd = opts.includeObject === 'Metadata' ? '}}' : '}';
   const rowSeparator = `${rowEnd},{"cells":`;
-  for (let i = 0; i < items.length; i++) {
-    const { object, json } = items[i];
-    out.write(i === 0 ? '{"cells":' : rowSeparator);
-    out.write(rowCells(def.columns, object, now));
-    if (embed) {
-      out.write(objectPrefix);
-      out.write(opts.includeObject === 'Object' ? json : metadataOf(object));
-    }
-  }
-  out.write(items.length ? `${rowEnd}]}` : ']}');
+  return {
+    count: items.length,
+    head: (out) => out.write(tableHead(def, listMeta, opts)),
+    item: (out, i) => {
+      const { object, json } = items[i];
+      out.write(i === 0 ? '{"cells":' : rowSeparator);
+      out.write(rowCells(def.columns, object, now));
+      if (embed) {
+        out.write(objectPrefix);
+        out.write(opts.includeObject === 'Object' ? json : metadataOf(object));
+      }
+    },
+    tail: (out) => out.write(items.length ? `${rowEnd}]}` : ']}'),
+  };
 }
 
 export function table(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions): string {
-  const out = new StringSink();
-  writeTable(def, items, listMeta, opts, out);
-  return out.text;
+  return piecesText(tablePieces(def, items, listMeta, opts));
 }
 
 /** The same bytes as table(), as a buffer ready to send. */
 export function tableBuffer(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions): Buffer {
-  const b = new BodyBuilder();
-  writeTable(def, items, listMeta, opts, b);
-  return b.finish();
+  return piecesBuffer(tablePieces(def, items, listMeta, opts));
 }

@@ -1,5 +1,6 @@
 // Watch responses: newline-delimited {"type","object"} events over chunked HTTP, fed by a
 // CacheWatcher's bounded queue so a slow client never blocks writers or other watchers.
+import { drained } from './bodyBuilder.js';
 import { isHttp2 } from './protocol.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TooOldError, type CacheWatcher, type ObjectCache, type WatchItem } from '../storage/objectCache.js';
@@ -92,7 +93,7 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
         chunk += encode(more);
       }
       if (res.destroyed) break;
-      if (!res.write(chunk)) await waitDrain(res);
+      if (!res.write(chunk)) await drained(res);
     }
   } finally {
     socket.off('close', stop);
@@ -103,14 +104,6 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
     if (!res.destroyed) res.end();
   }
   return reply;
-}
-
-function waitDrain(res: NodeJS.WritableStream & { destroyed: boolean }): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 const line = (type: string, object: string) => `{"type":"${type}","object":${object}}\n`;
