@@ -25,12 +25,6 @@ export class BodyBuilder {
   /** Bytes written so far. */
   get byteLength(): number { return this.len; }
 
-  /** One ASCII character (a separator), without a string write's overhead. */
-  writeAscii(code: number): void {
-    if (this.len + 1 > this.buf.length) this.grow(this.len + 1);
-    this.buf[this.len++] = code;
-  }
-
   /** The bytes written, in a buffer of their own (the scratch is reused by the next build). */
   finish(): Buffer {
     const out = Buffer.allocUnsafe(this.len);
@@ -82,7 +76,7 @@ export function piecesBuffer(p: ListPieces): Buffer {
 }
 
 /** Past this, a list body is made a chunk at a time, as the client reads it. */
-export const LIST_CHUNK_BYTES = 32 * 1024;
+const LIST_CHUNK_BYTES = 32 * 1024;
 
 /** The rest of a body too large for one chunk: each call makes the next chunk, undefined at the end. */
 export interface ChunkSource { first: Buffer; next(): Buffer | undefined }

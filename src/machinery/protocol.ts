@@ -39,7 +39,7 @@ export function closeConnectionAfter(reply: FastifyReply): void {
  */
 export function discardUnreadBody(reply: FastifyReply, timeoutMs: number): void {
   const raw = reply.request.raw;
-  if (!isHttp2(raw)) { reply.header('connection', 'close'); return; }
+  if (!isHttp2(raw)) { closeConnectionAfter(reply); return; }
   const stream = (raw as IncomingMessage & { stream?: ServerHttp2Stream }).stream;
   if (!stream || stream.endAfterHeaders || stream.closed) return; // no body was ever coming
   raw.unpipe(); // from a body parser that stopped reading (its backpressure would pause us again)

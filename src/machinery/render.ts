@@ -2,7 +2,7 @@
 import type { Output } from './negotiation.js';
 import type { ResourceDefinition } from './resource.js';
 import { apiVersionOf } from './resource.js';
-import { piecesBody, type ChunkSource, type ListPieces } from './bodyBuilder.js';
+import { piecesBody, piecesText, type ChunkSource, type ListPieces } from './bodyBuilder.js';
 import { partialObjectMetadata, partialObjectMetadataList, partialObjectMetadataListPieces, table, tablePieces, type IncludeObject } from './table.js';
 import type { KubeObject, ListMeta } from './types.js';
 
@@ -28,7 +28,7 @@ export function renderObject(def: ResourceDefinition, item: Renderable, out: Out
 export function renderList(def: ResourceDefinition, items: readonly Renderable[], listMeta: ListMeta, out: Output, includeObject: IncludeObject): Rendered {
   switch (out.format) {
     case 'json':
-      return json(`{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":${JSON.stringify(listMeta)},"items":[${items.map((i) => i.json).join(',')}]}`);
+      return json(piecesText(jsonListPieces(def, items, listMeta)));
     case 'yaml':
       return { ...renderList(def, items, listMeta, { format: 'json' }, includeObject), contentType: 'application/yaml', yaml: true };
     case 'metadata':

@@ -1,11 +1,9 @@
 // Table and PartialObjectMetadata renderings (meta.k8s.io), built from a resource's printer columns.
-import { piecesBuffer, piecesText, type ListPieces } from './bodyBuilder.js';
+import { piecesText, type ListPieces } from './bodyBuilder.js';
 import type { ResourceDefinition } from './resource.js';
 import { ApiError } from './status.js';
 import { rowCells } from './tableCells.js';
 import type { KubeObject, ListMeta } from './types.js';
-
-export { ageCell, timedCell, type TimedValue } from './tableCells.js';
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
@@ -30,11 +28,7 @@ export function partialObjectMetadata(obj: KubeObject, version: 'v1' | 'v1beta1'
   return `${pomPrefix(version)}${metadataOf(obj)}}`;
 }
 
-export function partialObjectMetadataList(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): string {
-  return `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[${objs.map((o) => partialObjectMetadata(o, version)).join(',')}]}`;
-}
-
-/** The pieces of partialObjectMetadataList's JSON. */
+/** The pieces of a PartialObjectMetadataList's JSON. */
 export function partialObjectMetadataListPieces(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): ListPieces {
   const prefix = pomPrefix(version);
   return {
@@ -45,9 +39,8 @@ export function partialObjectMetadataListPieces(objs: readonly KubeObject[], lis
   };
 }
 
-/** The same bytes as partialObjectMetadataList, written piece by piece. */
-export function partialObjectMetadataListBuffer(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): Buffer {
-  return piecesBuffer(partialObjectMetadataListPieces(objs, listMeta, version));
+export function partialObjectMetadataList(objs: readonly KubeObject[], listMeta: ListMeta, version: 'v1' | 'v1beta1'): string {
+  return piecesText(partialObjectMetadataListPieces(objs, listMeta, version));
 }
 
 export function columnDefinitions(def: ResourceDefinition) {
@@ -98,7 +91,3 @@ export function table(def: ResourceDefinition, items: readonly TableItem[], list
   return piecesText(tablePieces(def, items, listMeta, opts));
 }
 
-/** The same bytes as table(), as a buffer ready to send. */
-export function tableBuffer(def: ResourceDefinition, items: readonly TableItem[], listMeta: ListMeta, opts: TableOptions): Buffer {
-  return piecesBuffer(tablePieces(def, items, listMeta, opts));
-}
