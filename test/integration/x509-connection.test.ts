@@ -5,6 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:https';
 import { X509Certificate } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:http2';
 import { allowAll } from '../../src/auth/standalone.js';
 import { clientCertAuthenticator, parseTrust, requestHeaderAuthenticator, type AuthenticationTrust } from '../../src/auth/delegated.js';
 import { verifiesAgainst, x509Work, type PeerCert } from '../../src/auth/x509.js';
@@ -124,5 +126,33 @@ describe('verdicts follow the validity window', () => {
     const before = x509Work.verifications;
     assert.equal(verifiesAgainst(peer, roots, to + 2000), false);
     assert.equal(x509Work.verifications, before, 'a refusal inside the same window is not re-verified');
+  });
+});
+
+describe('front-proxy identity over HTTP/2', () => {
+  it('repeated X-Remote-Group fields stay distinct and UTF-8 names arrive decoded, as over HTTP/1.1', async () => {
+    const seen: Array<{ username: string; groups: string[]; extra: Record<string, string[]> }> = [];
+    const recording = { async authorize(user: { username: string; groups: string[]; extra: Record<string, string[]> }) { seen.push(user); return { allowed: true }; } };
+    const current = () => trust;
+    const own = await startTestServer({ auth: { authenticators: [requestHeaderAuthenticator(current)], rejectAnonymous: true, authorizer: recording } });
+    const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+    const session = connect(own.url, { ca: own.caPem, cert: frontProxy.cert, key: frontProxy.key });
+    try {
+      for (const name of ['José', 'llama-🦙', 'plain', '名前']) {
+        seen.length = 0;
+        const req = session.request({
+          ':path': LIST, 'x-remote-user': latin1(name), 'x-remote-group': ['a, b', latin1('grüppe'), 'system:masters'],
+          'x-remote-extra-scopes': ['one', 'two'],
+        });
+        req.resume();
+        const [h] = await once(req, 'response') as [Record<string, unknown>];
+        await once(req, 'end');
+        assert.equal(h[':status'], 200);
+        assert.equal(seen.length, 1);
+        assert.equal(seen[0].username, name);
+        assert.deepEqual(seen[0].groups.filter((g) => g !== 'system:authenticated'), ['a, b', 'grüppe', 'system:masters']);
+        assert.deepEqual(seen[0].extra, { scopes: ['one', 'two'] });
+      }
+    } finally { session.destroy(); await own.close(); }
   });
 });
