@@ -1,10 +1,10 @@
 // Realistic Llamas, created the way the REST create handler prepares them (prepareForCreate +
 // validateObject defaults), but written straight into the store.
-import { prepareForCreate } from '../../src/machinery/meta.js';
-import type { ResourceDefinition } from '../../src/machinery/resource.js';
-import type { KubeObject } from '../../src/machinery/types.js';
-import { validateObject } from '../../src/machinery/validation.js';
-import { llamaColors } from '../../src/resources/llama.js';
+import { prepareForCreate } from '../../src/apimachinery/meta.js';
+import type { ResourceDefinition } from '../../src/registry/resource.js';
+import type { KubeObject } from '../../src/apimachinery/types.js';
+import { validateObject } from '../../src/registry/validation.js';
+import { llamaColors } from '../../src/registry/farm/llama.js';
 
 const foods = ['hay', 'carrots', 'alfalfa', 'apples', 'grass', 'oat pellets'];
 

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
-import { ping } from '../../src/observability/health.js';
-import { buildResources } from '../../src/resources/index.js';
-import { buildServer } from '../../src/server.js';
+import { allowAll, tokenAuthenticator } from '../../src/server/auth/standalone.js';
+import { ping } from '../../src/server/observability/health.js';
+import { buildResources } from '../../src/registry/farm/index.js';
+import { buildServer } from '../../src/server/server.js';
 import { cpuTotalMs, serveIpc } from '../lib/common.js';
 import { seedLlamas } from '../lib/llama.js';
 

@@ -1,7 +1,7 @@
 // Child process (node --expose-gc): heap bytes per stored Llama. Creates `count` llamas through
 // MemoryStore.create (prepared as the create handler prepares them), with the server's default
 // watch history, and compares the heap growth with the size of the llamas' JSON text.
-import { buildResources } from '../../src/resources/index.js';
+import { buildResources } from '../../src/registry/farm/index.js';
 import { nowMs, serveIpc } from '../lib/common.js';
 import { preparedLlama } from '../lib/llama.js';
 

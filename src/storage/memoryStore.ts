@@ -1,11 +1,11 @@
 // The in-memory store: a store-wide resourceVersion counter over an ObjectCache, with the write
 // semantics of k8s.io/apiserver's generic registry (preconditions, finalizers, dry run).
 import { isDeepStrictEqual } from 'node:util';
-import type { DeleteOptions, Mutation, Provider, WriteContext } from '../machinery/resource.js';
-import { errors, type GroupResource } from '../machinery/status.js';
-import type { KubeObject, ObjectMeta } from '../machinery/types.js';
-import { rfc3339 } from '../machinery/meta.js';
-import { makeEntry, objectKey, ObjectCache, type Entry } from './objectCache.js';
+import type { DeleteOptions, Mutation, Provider, WriteContext } from '../registry/resource.js';
+import { errors, type GroupResource } from '../apimachinery/status.js';
+import type { KubeObject, ObjectMeta } from '../apimachinery/types.js';
+import { rfc3339 } from '../apimachinery/meta.js';
+import { makeEntry, objectKey, ObjectCache, type Entry } from './cacher/objectCache.js';
 
 /** The largest object stored, in bytes of JSON: what the largest request body (3 MiB) can carry. */
 export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;

@@ -18,7 +18,7 @@ const GV = '/apis/farm.example.com/v1alpha';
 const AGGREGATED_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
 
 before(async () => {
-  // debug level: src/server.ts logs the authenticated user of every request (read by the identity tests)
+  // debug level: src/server/server.ts logs the authenticated user of every request (read by the identity tests)
   cluster = await startFarmCluster({ dir: tmp, farmArgs: ['--log-level', 'debug'], log: (l) => console.log(`[cluster] ${l}`) });
 }, { timeout: 15 * 60_000 });
 

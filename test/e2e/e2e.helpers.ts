@@ -128,7 +128,7 @@ export interface LoggedUser { username: string; uid?: string; groups: string[]; 
 
 /**
  * The identities our server authenticated for requests whose URL matches `url`, from its pino log at
- * debug level (src/server.ts logs `{user}` with msg "authenticated" per request; lines share `reqId`).
+ * debug level (src/server/server.ts logs `{user}` with msg "authenticated" per request; lines share `reqId`).
  */
 export function authenticatedUsers(logFile: string, url: RegExp): AuthenticatedRequest[] {
   const lines = readFileSync(logFile, 'utf8').split('\n').flatMap((l) => {

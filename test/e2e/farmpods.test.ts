@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { farmPodUid } from '../../src/resources/farmpod.js';
+import { farmPodUid } from '../../src/registry/farm/farmpod.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { startFarmServer } from '../helpers/kubectl.js';
 import { samples } from '../helpers/metrics.js';

@@ -1,5 +1,5 @@
 // Provider stubs for tests that only need a definition's shape (verbs come from the methods present).
-import type { Provider } from '../../src/machinery/resource.js';
+import type { Provider } from '../../src/registry/resource.js';
 
 const unused = async (): Promise<never> => { throw new Error('unused'); };
 export const writableProvider = { cache: {} as never, create: unused, update: unused, delete: unused } as unknown as Provider;

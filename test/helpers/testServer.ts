@@ -5,14 +5,14 @@ import { Http2Client } from './http2Client.js';
 import { lineStream } from './lineStream.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { allowAll, tokenAuthenticator } from '../../src/auth/standalone.js';
+import { allowAll, tokenAuthenticator } from '../../src/server/auth/standalone.js';
 import { pino } from 'pino';
 import { ensureDevCerts, ensureToken } from '../../src/certs/devCerts.js';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
-import type { ResourceDefinition } from '../../src/machinery/resource.js';
-import { ping } from '../../src/observability/health.js';
-import { buildResources } from '../../src/resources/index.js';
-import { buildServer, type FarmServer, type ServerOptions } from '../../src/server.js';
+import type { ResourceDefinition } from '../../src/registry/resource.js';
+import { ping } from '../../src/server/observability/health.js';
+import { buildResources } from '../../src/registry/farm/index.js';
+import { buildServer, type FarmServer, type ServerOptions } from '../../src/server/server.js';
 
 export interface Response { status: number; headers: Record<string, string | string[] | undefined>; body: string; json<T = any>(): T }
 

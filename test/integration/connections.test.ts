@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { connect as netConnect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
-import type { HttpLimits } from '../../src/server.js';
+import type { HttpLimits } from '../../src/server/server.js';
 import { startTestServer, type Stream, type TestServer } from '../helpers/testServer.js';
 
 const API = '/apis/farm.example.com/v1alpha';

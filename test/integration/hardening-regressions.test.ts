@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { request as httpsRequest } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import { tokenAuthenticator } from '../../src/auth/standalone.js';
-import type { Authorizer, UserInfo } from '../../src/auth/types.js';
-import type { RequestInfo } from '../../src/machinery/requestInfo.js';
-import { buildResources } from '../../src/resources/index.js';
+import { tokenAuthenticator } from '../../src/server/auth/standalone.js';
+import type { Authorizer, UserInfo } from '../../src/server/auth/types.js';
+import type { RequestInfo } from '../../src/endpoints/requestInfo.js';
+import { buildResources } from '../../src/registry/farm/index.js';
 import { startTestServer, type Response, type TestServer } from '../helpers/testServer.js';
 
 let s: TestServer;

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { request as httpsRequest } from 'node:https';
 import { after, before, test } from 'node:test';
-import type { Authorizer } from '../../src/auth/types.js';
-import { allowAll } from '../../src/auth/standalone.js';
-import { requestInfo } from '../../src/machinery/requestInfo.js';
+import type { Authorizer } from '../../src/server/auth/types.js';
+import { allowAll } from '../../src/server/auth/standalone.js';
+import { requestInfo } from '../../src/endpoints/requestInfo.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';
 
 let s: TestServer;

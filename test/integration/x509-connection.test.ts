@@ -7,9 +7,9 @@ import { Agent, request } from 'node:https';
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:http2';
-import { allowAll } from '../../src/auth/standalone.js';
-import { clientCertAuthenticator, parseTrust, requestHeaderAuthenticator, type AuthenticationTrust } from '../../src/auth/delegated.js';
-import { verifiesAgainst, x509Work, type PeerCert } from '../../src/auth/x509.js';
+import { allowAll } from '../../src/server/auth/standalone.js';
+import { clientCertAuthenticator, parseTrust, requestHeaderAuthenticator, type AuthenticationTrust } from '../../src/server/auth/delegated.js';
+import { verifiesAgainst, x509Work, type PeerCert } from '../../src/server/auth/x509.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';
 import { makeCa, makeClientCert, type Pem } from '../helpers/pki.js';
 

@@ -5,11 +5,11 @@ import Fastify from 'fastify';
 import { z } from 'zod';
 import {
   AGGREGATED_V2_CONTENT_TYPE, compareKubeAwareVersions, negotiateDiscovery, registerDiscoveryRoutes, storageVersionHash,
-} from '../../src/machinery/discovery.js';
-import { installErrorHandling } from '../../src/machinery/http.js';
-import type { ResourceDefinition } from '../../src/machinery/resource.js';
-import { kindSchema } from '../../src/machinery/schemas.js';
-import { llamaDefinition } from '../../src/resources/llama.js';
+} from '../../src/endpoints/discovery.js';
+import { installErrorHandling } from '../../src/endpoints/http.js';
+import type { ResourceDefinition } from '../../src/registry/resource.js';
+import { kindSchema } from '../../src/apimachinery/schemas.js';
+import { llamaDefinition } from '../../src/registry/farm/llama.js';
 import { readOnlyProvider, writableProvider } from '../helpers/providers.js';
 
 const writable = writableProvider;

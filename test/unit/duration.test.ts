@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { age, dateCell, humanDuration, parseRFC3339, shortHumanDuration } from '../../src/machinery/duration.js';
+import { age, dateCell, humanDuration, parseRFC3339, shortHumanDuration } from '../../src/apimachinery/duration.js';
 
 const s = 1000;
 const m = 60 * s;

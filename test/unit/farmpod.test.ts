@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
-import type { RequestInfo } from '../../src/machinery/requestInfo.js';
-import type { KubeObject } from '../../src/machinery/types.js';
-import { validateObject } from '../../src/machinery/validation.js';
-import { farmPodDefinition, FarmPodSource, farmPodUid, LLAMA_LABEL, toFarmPod } from '../../src/resources/farmpod.js';
-import { makeEntry, objectKey, ObjectCache, type WatchItem } from '../../src/storage/objectCache.js';
+import type { RequestInfo } from '../../src/endpoints/requestInfo.js';
+import type { KubeObject } from '../../src/apimachinery/types.js';
+import { validateObject } from '../../src/registry/validation.js';
+import { farmPodDefinition, FarmPodSource, farmPodUid, LLAMA_LABEL, toFarmPod } from '../../src/registry/farm/farmpod.js';
+import { makeEntry, objectKey, ObjectCache, type WatchItem } from '../../src/storage/cacher/objectCache.js';
 import type { Upstream } from '../../src/upstream/client.js';
 
 const log = pino({ level: 'silent' });
@@ -368,7 +368,7 @@ describe('FarmPodSource', () => {
   });
 
   it('a Llama-driven change is not lost by a client that lists, then watches from the list\'s resourceVersion', {
-    todo: 'src/resources/farmpod.ts design gap: a Llama-driven MODIFIED keeps the Pod\'s resourceVersion and is recorded at the '
+    todo: 'src/registry/farm/farmpod.ts design gap: a Llama-driven MODIFIED keeps the Pod\'s resourceVersion and is recorded at the '
       + 'cache\'s current RV, so a watch from that RV (list-then-watch, or an informer resuming from the last RV it saw) skips it; '
       + 'fixing it needs FarmPod resourceVersions of their own (not the Pod\'s), a design decision',
   }, async () => {

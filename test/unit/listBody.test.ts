@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { piecesBody, piecesText, writeChunks, type ChunkSource, type ListPieces } from '../../src/machinery/bodyBuilder.js';
+import { piecesBody, piecesText, writeChunks, type ChunkSource, type ListPieces } from '../../src/endpoints/bodyBuilder.js';
 
 function pieces(count: number, made = { items: 0 }): ListPieces {
   return {

@@ -2,8 +2,8 @@
 // k8s.io/apimachinery's internalversion/validation (ValidateListOptions) and meta/v1/validation.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseListOptions, parseRV, parseWriteOptions, type Query } from '../../src/machinery/listOptions.js';
-import { ApiError } from '../../src/machinery/status.js';
+import { parseListOptions, parseRV, parseWriteOptions, type Query } from '../../src/endpoints/listOptions.js';
+import { ApiError } from '../../src/apimachinery/status.js';
 
 /** The ApiError a call throws, checked to be a Status-shaped refusal with the given code. */
 function refusal(fn: () => unknown, code: number, reason: string): ApiError {

@@ -2,7 +2,7 @@
 // before routing and watches a client abandons), bounded labels, and Upstream's onCall hook.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createMetrics, METRICS_CONTENT_TYPE } from '../../src/observability/metrics.js';
+import { createMetrics, METRICS_CONTENT_TYPE } from '../../src/server/observability/metrics.js';
 import { Upstream } from '../../src/upstream/client.js';
 import { samples } from '../helpers/metrics.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';

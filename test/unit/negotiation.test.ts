@@ -2,8 +2,8 @@
 // garbage collector and the namespace controller send, plus the edge cases of the header syntax.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { negotiate, parseAccept, type Output, type Target } from '../../src/machinery/negotiation.js';
-import { ApiError } from '../../src/machinery/status.js';
+import { negotiate, parseAccept, type Output, type Target } from '../../src/endpoints/negotiation.js';
+import { ApiError } from '../../src/apimachinery/status.js';
 
 const KUBECTL_TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
 const NS_CONTROLLER_LIST = 'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';

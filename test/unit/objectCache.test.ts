@@ -2,8 +2,8 @@
 // 410 semantics of k8s.io/apiserver's watch cache) and the per-watcher queues.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from '../../src/machinery/types.js';
-import { makeEntry, ObjectCache, objectKey, TooOldError, type CacheWatcher, type ChangeType, type Entry, type WatchItem } from '../../src/storage/objectCache.js';
+import type { KubeObject } from '../../src/apimachinery/types.js';
+import { makeEntry, ObjectCache, objectKey, TooOldError, type CacheWatcher, type ChangeType, type Entry, type WatchItem } from '../../src/storage/cacher/objectCache.js';
 
 /** Drives a cache the way a store does: one store-wide counter, each change stamped with the next RV. */
 class Driver {

@@ -11,12 +11,12 @@ import { promisify } from 'node:util';
 import Fastify from 'fastify';
 import { generate } from 'selfsigned';
 import { z } from 'zod';
-import { registerDiscoveryRoutes } from '../../src/machinery/discovery.js';
-import { installErrorHandling } from '../../src/machinery/http.js';
-import { buildOpenApiV3, operationId, registerOpenApiRoutes, toValidOperationId } from '../../src/machinery/openapi.js';
-import type { ResourceDefinition } from '../../src/machinery/resource.js';
-import { kindSchema } from '../../src/machinery/schemas.js';
-import { llamaDefinition } from '../../src/resources/llama.js';
+import { registerDiscoveryRoutes } from '../../src/endpoints/discovery.js';
+import { installErrorHandling } from '../../src/endpoints/http.js';
+import { buildOpenApiV3, operationId, registerOpenApiRoutes, toValidOperationId } from '../../src/endpoints/openapi.js';
+import type { ResourceDefinition } from '../../src/registry/resource.js';
+import { kindSchema } from '../../src/apimachinery/schemas.js';
+import { llamaDefinition } from '../../src/registry/farm/llama.js';
 import { readOnlyProvider, writableProvider } from '../helpers/providers.js';
 
 const writable = writableProvider;

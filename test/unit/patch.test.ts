@@ -2,8 +2,8 @@
 // (handlers.jsonPatcher.applyJSPatch with gopkg.in/evanphx/json-patch.v4 and sigs.k8s.io/json).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyJsonPatch, applyMergePatch, goJSON, jsonPatch, strictDecodingError } from '../../src/machinery/patch.js';
-import { ApiError } from '../../src/machinery/status.js';
+import { applyJsonPatch, applyMergePatch, goJSON, jsonPatch, strictDecodingError } from '../../src/apimachinery/patch.js';
+import { ApiError } from '../../src/apimachinery/status.js';
 
 const rejected = 'the server rejected our request due to an error in our request';
 

@@ -4,7 +4,7 @@
 // Each case states the READY / STATUS / RESTARTS cells kubectl prints.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { restartsText, summarizePod, type PodLike } from '../../src/resources/podStatus.js';
+import { restartsText, summarizePod, type PodLike } from '../../src/registry/farm/podStatus.js';
 
 const NOW = Date.parse('2025-06-01T12:00:00Z');
 const ago = (ms: number) => new Date(NOW - ms).toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { selectorAttributes } from '../../src/auth/delegated.js';
-import { requestInfo } from '../../src/machinery/requestInfo.js';
+import { selectorAttributes } from '../../src/server/auth/delegated.js';
+import { requestInfo } from '../../src/endpoints/requestInfo.js';
 
 const list = (q: string) => requestInfo('GET', `/apis/farm.example.com/v1alpha/namespaces/d/llamas?${q}`);
 

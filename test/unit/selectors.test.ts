@@ -5,8 +5,8 @@ import { describe, it } from 'node:test';
 import {
   escapeFieldValue, fieldSelectorSingleValue, fieldSelectorToString, labelSelectorToString, matchesFields,
   matchesLabels, parseFieldSelector, parseLabelSelector, unescapeFieldValue, type FieldSelector,
-} from '../../src/machinery/selectors.js';
-import { ApiError } from '../../src/machinery/status.js';
+} from '../../src/apimachinery/selectors.js';
+import { ApiError } from '../../src/apimachinery/status.js';
 
 /** Asserts fn throws an ApiError 400 BadRequest with exactly this message. */
 function throws400(fn: () => unknown, message: string) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SortedKeys } from '../../src/storage/sortedKeys.js';
+import { SortedKeys } from '../../src/storage/cacher/sortedKeys.js';
 
 /** A seeded generator, so a failure can be replayed. */
 function rng(seed: number) {

@@ -2,12 +2,12 @@
 // table.ConvertToHumanReadableDateType from k8s.io/apimachinery).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { age, dateCell, humanDuration, shortHumanDuration } from '../../src/machinery/duration.js';
-import type { Provider } from '../../src/machinery/resource.js';
-import { ApiError } from '../../src/machinery/status.js';
-import { columnDefinitions, parseIncludeObject, partialObjectMetadata, partialObjectMetadataList, table } from '../../src/machinery/table.js';
-import type { KubeObject } from '../../src/machinery/types.js';
-import { llamaDefinition } from '../../src/resources/llama.js';
+import { age, dateCell, humanDuration, shortHumanDuration } from '../../src/apimachinery/duration.js';
+import type { Provider } from '../../src/registry/resource.js';
+import { ApiError } from '../../src/apimachinery/status.js';
+import { columnDefinitions, parseIncludeObject, partialObjectMetadata, partialObjectMetadataList, table } from '../../src/endpoints/table.js';
+import type { KubeObject } from '../../src/apimachinery/types.js';
+import { llamaDefinition } from '../../src/registry/farm/llama.js';
 
 const def = llamaDefinition({ cache: {} } as unknown as Provider);
 

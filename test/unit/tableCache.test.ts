@@ -3,15 +3,15 @@
 // bodies must equal the string renderings.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { humanDuration } from '../../src/machinery/duration.js';
-import { BodyBuilder, piecesBuffer } from '../../src/machinery/bodyBuilder.js';
-import { renderList, renderListBody } from '../../src/machinery/render.js';
-import type { PrinterColumn, Provider, ResourceDefinition } from '../../src/machinery/resource.js';
-import { partialObjectMetadataList, partialObjectMetadataListPieces, table, tablePieces, type TableOptions } from '../../src/machinery/table.js';
-import { humanDurationChangesAt, rowCells, timedCell } from '../../src/machinery/tableCells.js';
-import type { KubeObject, ListMeta } from '../../src/machinery/types.js';
-import { farmPodDefinition, type FarmPodSource } from '../../src/resources/farmpod.js';
-import { llamaDefinition } from '../../src/resources/llama.js';
+import { humanDuration } from '../../src/apimachinery/duration.js';
+import { BodyBuilder, piecesBuffer } from '../../src/endpoints/bodyBuilder.js';
+import { renderList, renderListBody } from '../../src/endpoints/render.js';
+import type { PrinterColumn, Provider, ResourceDefinition } from '../../src/registry/resource.js';
+import { partialObjectMetadataList, partialObjectMetadataListPieces, table, tablePieces, type TableOptions } from '../../src/endpoints/table.js';
+import { humanDurationChangesAt, rowCells, timedCell } from '../../src/registry/tableCells.js';
+import type { KubeObject, ListMeta } from '../../src/apimachinery/types.js';
+import { farmPodDefinition, type FarmPodSource } from '../../src/registry/farm/farmpod.js';
+import { llamaDefinition } from '../../src/registry/farm/llama.js';
 
 const s = 1000;
 const m = 60 * s;

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { z } from 'zod';
-import type { Provider, ResourceDefinition } from '../../src/machinery/resource.js';
-import { kindSchema } from '../../src/machinery/schemas.js';
-import { errors } from '../../src/machinery/status.js';
-import type { KubeObject } from '../../src/machinery/types.js';
-import { validateObject } from '../../src/machinery/validation.js';
-import { llamaDefinition } from '../../src/resources/llama.js';
+import type { Provider, ResourceDefinition } from '../../src/registry/resource.js';
+import { kindSchema } from '../../src/apimachinery/schemas.js';
+import { errors } from '../../src/apimachinery/status.js';
+import type { KubeObject } from '../../src/apimachinery/types.js';
+import { validateObject } from '../../src/registry/validation.js';
+import { llamaDefinition } from '../../src/registry/farm/llama.js';
 
 const unused = async (): Promise<never> => { throw new Error('unused'); };
 const provider = { cache: {} as never, create: unused, update: unused, delete: unused } as unknown as Provider;

@@ -1,7 +1,7 @@
 // The Warning recorder against k8s.io/apiserver's filters/warning_test.go cases, and the header bytes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { headerSafe, Warnings } from '../../src/machinery/warnings.js';
+import { headerSafe, Warnings } from '../../src/endpoints/warnings.js';
 
 const headersOf = (w: Warnings) => w.headers().map((h) => Buffer.from(h, 'latin1').toString('utf8'));
 

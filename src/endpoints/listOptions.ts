@@ -1,0 +1,117 @@
+// ListOptions / write options from the query string, validated as apimachinery's validation does.
+import { errors, FieldError } from '../apimachinery/status.js';
+
+export type Query = Record<string, string | string[] | undefined>;
+
+export function one(q: Query, key: string): string | undefined {
+  const v = q[key];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Convert_Slice_string_To_bool: "0" and "false" (any case) are false, every other value true. */
+export function bool(q: Query, key: string): boolean | undefined {
+  const v = one(q, key);
+  if (v === undefined) return undefined;
+  return !(v === '0' || v.toLowerCase() === 'false');
+}
+
+/** An int64 query parameter (strconv.ParseInt(v, 10, 64)): anything else is a 400. */
+export function int(q: Query, key: string): number | undefined {
+  const v = one(q, key);
+  if (v === undefined) return undefined;
+  if (!/^[+-]?\d+$/.test(v)) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
+  const n = BigInt(v);
+  if (n > 9223372036854775807n || n < -9223372036854775808n) throw errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);
+  return Number(n);
+}
+
+export interface ListOptions {
+  labelSelector: string;
+  fieldSelector: string;
+  watch: boolean;
+  allowWatchBookmarks: boolean;
+  resourceVersion: string;
+  resourceVersionMatch: string;
+  timeoutSeconds?: number;
+  limit: number;
+  continue: string;
+  sendInitialEvents?: boolean;
+}
+
+const invalidListOptions = (errs: FieldError[]) => errors.invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', errs);
+
+export function parseListOptions(q: Query, forceWatch = false): ListOptions {
+  const o: ListOptions = {
+    labelSelector: one(q, 'labelSelector') ?? '',
+    fieldSelector: one(q, 'fieldSelector') ?? '',
+    watch: forceWatch || (bool(q, 'watch') ?? false),
+    allowWatchBookmarks: bool(q, 'allowWatchBookmarks') ?? false,
+    resourceVersion: one(q, 'resourceVersion') ?? '',
+    resourceVersionMatch: one(q, 'resourceVersionMatch') ?? '',
+    timeoutSeconds: int(q, 'timeoutSeconds'),
+    limit: Math.max(int(q, 'limit') ?? 0, 0),
+    continue: one(q, 'continue') ?? '',
+    sendInitialEvents: bool(q, 'sendInitialEvents'),
+  };
+  const errs = o.watch ? watchErrors(o) : listErrors(o);
+  if (errs.length) throw invalidListOptions(errs);
+  return o;
+}
+
+function listErrors(o: ListOptions): FieldError[] {
+  const errs: FieldError[] = [];
+  const match = o.resourceVersionMatch;
+  if (match) {
+    if (!o.resourceVersion) errs.push(FieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+    if (o.continue) errs.push(FieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
+    if (match !== 'Exact' && match !== 'NotOlderThan') errs.push(FieldError.notSupported('resourceVersionMatch', match, ['Exact', 'NotOlderThan', '']));
+    if (match === 'Exact' && o.resourceVersion === '0') errs.push(FieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+  }
+  if (o.sendInitialEvents !== undefined) errs.push(FieldError.forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
+  return errs;
+}
+
+function watchErrors(o: ListOptions): FieldError[] {
+  const errs: FieldError[] = [];
+  const match = o.resourceVersionMatch;
+  if (o.sendInitialEvents !== undefined && match !== 'NotOlderThan') {
+    errs.push(FieldError.forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+  }
+  if (match) {
+    if (o.sendInitialEvents === undefined) errs.push(FieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
+    if (match !== 'NotOlderThan') errs.push(FieldError.notSupported('resourceVersionMatch', match, ['NotOlderThan']));
+    if (!o.allowWatchBookmarks) errs.push(FieldError.forbidden('allowWatchBookmarks', 'allowWatchBookmarks must be set to true when sendInitialEvents is provided'));
+  }
+  return errs;
+}
+
+/** "" → undefined; otherwise a non-negative integer or 400, as the storage layer's ParseResourceVersion answers. */
+export function parseRV(rv: string): number | undefined {
+  if (rv === '') return undefined;
+  // strconv.ParseUint(rv, 10, 64): digits only, and no larger than a uint64.
+  if (!/^\d+$/.test(rv) || BigInt(rv) > 18446744073709551615n) throw errors.badRequest(`invalid resource version: ${JSON.stringify(rv)}`);
+  return Number(rv);
+}
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+export interface WriteOptions { dryRun: boolean; fieldValidation: FieldValidation; fieldManager?: string }
+
+/** CreateOptions / UpdateOptions / PatchOptions query parameters. */
+export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions'): WriteOptions {
+  const errs: FieldError[] = [];
+  const dry = q['dryRun'];
+  const dryValues = dry === undefined ? [] : Array.isArray(dry) ? dry : [dry];
+  if (dryValues.some((d) => d !== 'All')) errs.push(FieldError.notSupported('dryRun', dryValues, ['All']));
+  const fv = one(q, 'fieldValidation') ?? '';
+  let fieldValidation: FieldValidation = 'Strict';
+  if (fv === 'Strict' || fv === 'Warn' || fv === 'Ignore') fieldValidation = fv;
+  // ValidateFieldValidation lists sets.NewString("", Ignore, Warn, Strict).List(): sorted, the empty value first.
+  else if (fv !== '') errs.push(FieldError.notSupported('fieldValidation', fv, ['', 'Ignore', 'Strict', 'Warn']));
+  // Upstream defaults to Warn when the parameter is absent (kubectl always sends Strict).
+  if (fv === '') fieldValidation = 'Warn';
+  const fieldManager = one(q, 'fieldManager');
+  if (fieldManager !== undefined && fieldManager.length > 128) errs.push(new FieldError('FieldValueTooLong', 'fieldManager', 'must be no more than 128 characters', fieldManager, true));
+  if (errs.length) throw errors.invalid({ group: 'meta.k8s.io', kind }, '', errs);
+  return { dryRun: dryValues.length > 0, fieldValidation, fieldManager };
+}

@@ -1,0 +1,76 @@
+// The Llama resource: schema (with descriptions and defaults), printer columns, and its definition.
+import { z } from 'zod';
+import type { Provider, ResourceDefinition } from '../resource.js';
+import { docs, int64, kindSchema } from '../../apimachinery/schemas.js';
+import { ageCell } from '../tableCells.js';
+import type { KubeObject } from '../../apimachinery/types.js';
+
+export const LLAMA_GROUP = 'farm.example.com';
+export const LLAMA_VERSION = 'v1alpha';
+
+export const llamaColors = ['white', 'brown', 'black', 'grey', 'spotted'] as const;
+
+const colorDescription = `Colour of the llama's fleece: one of ${llamaColors.map((c) => `"${c}"`).join(', ')}. Defaults to "white".`;
+const foodDescription = 'The food the llama likes best, e.g. "hay" or "carrots". Free text, at most 63 characters.';
+
+export const LlamaSpec = z.object({
+  weight: z.number().gt(0).describe('Weight of the llama in kilograms. Required; must be greater than 0.'),
+  height: z.number().gt(0).describe('Height of the llama at the withers, in metres. Required; must be greater than 0.'),
+  color: z.enum(llamaColors).default('white').describe(colorDescription),
+  favoriteFood: z.string().max(63).optional().describe(foodDescription),
+  shorn: z.boolean().default(false).describe('Whether the llama has been shorn this season. Defaults to false.'),
+}).describe('LlamaSpec is the desired state of a Llama: its measurements and looks.');
+
+export const LlamaStatus = z.object({
+  observedGeneration: int64().optional().describe(
+    'The metadata.generation of the Llama that this status was last computed for.'),
+}).describe('LlamaStatus is the most recently observed state of a Llama. Populated by the system. Read-only.');
+
+export const LlamaSchema = kindSchema({
+  group: LLAMA_GROUP,
+  version: LLAMA_VERSION,
+  kind: 'Llama',
+  description: 'Llama is a llama living on the farm: a domesticated South American camelid, kept for its wool.',
+  spec: LlamaSpec,
+  status: LlamaStatus,
+});
+
+function spec(obj: KubeObject): Record<string, unknown> {
+  const s = obj.spec;
+  return s && typeof s === 'object' ? (s as Record<string, unknown>) : {};
+}
+
+function numberOrNull(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+function stringOrNull(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+export function llamaDefinition(provider: Provider): ResourceDefinition {
+  return {
+    group: LLAMA_GROUP,
+    version: LLAMA_VERSION,
+    kind: 'Llama',
+    plural: 'llamas',
+    singular: 'llama',
+    shortNames: ['ll'],
+    categories: ['farm'],
+    namespaced: true,
+    description: 'Llama is a llama living on the farm: a domesticated South American camelid, kept for its wool.',
+    schema: LlamaSchema,
+    columns: [
+      { name: 'Name', type: 'string', format: 'name', description: docs.name, priority: 0, cell: (o) => o.metadata.name ?? '' },
+      { name: 'Color', type: 'string', description: colorDescription, priority: 0, cell: (o) => stringOrNull(spec(o).color) },
+      { name: 'Weight', type: 'number', description: 'Weight of the llama in kilograms.', priority: 0, cell: (o) => numberOrNull(spec(o).weight) },
+      { name: 'Height', type: 'number', description: 'Height of the llama at the withers, in metres.', priority: 1, cell: (o) => numberOrNull(spec(o).height) },
+      { name: 'Food', type: 'string', description: foodDescription, priority: 1, cell: (o) => stringOrNull(spec(o).favoriteFood) },
+      { name: 'Age', type: 'date', description: docs.creationTimestamp, priority: 0, cell: ageCell },
+    ],
+    fieldSelectors: {
+      'spec.color': (o) => stringOrNull(spec(o).color) ?? undefined,
+    },
+    provider,
+  };
+}

@@ -1,0 +1,324 @@
+// Current objects + a bounded history of changes + watcher fan-out: the read side that both the
+// stored resources (Llama) and cached upstream resources (FarmPod) serve list and watch from.
+import type { KubeObject } from '../../apimachinery/types.js';
+import { SortedKeys } from './sortedKeys.js';
+
+export interface Entry {
+  readonly key: string;
+  /** Never mutated after it is stored. */
+  readonly object: KubeObject;
+  /** JSON of `object`, made once per write so lists and watch events are built from ready bytes. */
+  readonly json: string;
+  readonly rv: number;
+}
+
+export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface Change {
+  readonly type: ChangeType;
+  readonly rv: number;
+  /** For DELETED: the last state, stamped with the deletion's resourceVersion. */
+  readonly entry: Entry;
+  readonly prev?: Entry;
+}
+
+export function makeEntry(key: string, object: KubeObject, rv: number): Entry {
+  return { key, object, json: JSON.stringify(object), rv };
+}
+
+export function objectKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/** Thrown when a requested resourceVersion is older than the history kept. */
+export class TooOldError extends Error {
+  constructor(readonly requested: number, readonly oldest: number) {
+    super(`too old resource version: ${requested} (${oldest})`);
+  }
+}
+
+export type WatchItem =
+  | { type: ChangeType; entry: Entry }
+  | { type: 'INITIAL_END' | 'BOOKMARK'; rv: number };
+
+export interface WatchOptions {
+  /** Only changes after this RV; undefined = start now. */
+  fromRV?: number;
+  /** Emit the current matching objects as ADDED first (RV unset or "0", or sendInitialEvents). */
+  initialState?: boolean;
+  /** Follow the initial state with an INITIAL_END marker (sendInitialEvents). */
+  initialEndMarker?: boolean;
+  /** Key prefix such as "ns/" for a namespaced watch. */
+  prefix?: string;
+  matches?: (obj: KubeObject) => boolean;
+  /** Buffered live events before a slow watcher is dropped. */
+  capacity: number;
+}
+
+export class CacheWatcher {
+  private readonly backlog: WatchItem[] = [];
+  private backlogPos = 0;
+  private readonly queue: WatchItem[] = [];
+  private queuePos = 0;
+  private wake: (() => void) | undefined;
+  closedReason: 'closed' | 'overflow' | undefined;
+
+  constructor(
+    private readonly owner: ObjectCache,
+    readonly opts: WatchOptions,
+    initial: WatchItem[],
+  ) {
+    this.backlog = initial;
+  }
+
+  /** Called by the cache for each change; never blocks. */
+  offer(change: Change): void {
+    if (this.closedReason) return;
+    const item = translate(change, this.opts);
+    if (!item) return;
+    if (this.queue.length - this.queuePos >= this.opts.capacity) {
+      this.close('overflow');
+      return;
+    }
+    this.queue.push(item);
+    this.signal();
+  }
+
+  /** Next item, or undefined once closed and drained (an overflowed watcher drops what it buffered). */
+  async next(): Promise<WatchItem | undefined> {
+    for (;;) {
+      if (this.closedReason === 'overflow') return undefined;
+      if (this.backlogPos < this.backlog.length) return this.backlog[this.backlogPos++];
+      if (this.queuePos < this.queue.length) {
+        const item = this.queue[this.queuePos++];
+        if (this.queuePos > 1024 && this.queuePos * 2 > this.queue.length) {
+          this.queue.splice(0, this.queuePos);
+          this.queuePos = 0;
+        }
+        return item;
+      }
+      if (this.closedReason) return undefined;
+      await new Promise<void>((resolve) => { this.wake = resolve; });
+    }
+  }
+
+  /** Queues a bookmark at the cache's current RV: every change up to it is already queued ahead. */
+  requestBookmark(): void {
+    if (this.closedReason) return;
+    this.queue.push({ type: 'BOOKMARK', rv: this.owner.resourceVersion });
+    this.signal();
+  }
+
+  /** Items ready to read without waiting (lets a writer batch them into one write). */
+  pending(): number {
+    return this.backlog.length - this.backlogPos + this.queue.length - this.queuePos;
+  }
+
+  close(reason: 'closed' | 'overflow' = 'closed'): void {
+    if (this.closedReason) return;
+    this.closedReason = reason;
+    this.owner.unsubscribe(this);
+    this.signal();
+  }
+
+  private signal(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+}
+
+/** A selector-filtered watch sees an object entering/leaving the selection as ADDED/DELETED, as upstream does. */
+function translate(c: Change, opts: WatchOptions): WatchItem | undefined {
+  const { prefix, matches } = opts;
+  if (prefix && !c.entry.key.startsWith(prefix)) return undefined;
+  if (!matches) return { type: c.type, entry: c.entry };
+  const now = c.type !== 'DELETED' && matches(c.entry.object);
+  const before = c.type !== 'ADDED' && matches((c.prev ?? c.entry).object);
+  if (c.type === 'DELETED') return before ? { type: 'DELETED', entry: c.entry } : undefined;
+  if (now && before) return { type: 'MODIFIED', entry: c.entry };
+  if (now) return { type: 'ADDED', entry: c.entry };
+  // cacheWatcher.convertToWatchEvent: leaving the selection is a DELETED of the previous content at the event's RV.
+  if (before) return { type: 'DELETED', entry: c.prev ? restamp(c.prev, c.rv) : c.entry };
+  return undefined;
+}
+
+/** An entry's object as of a later resourceVersion. */
+function restamp(e: Entry, rv: number): Entry {
+  return makeEntry(e.key, { ...e.object, metadata: { ...e.object.metadata, resourceVersion: String(rv) } }, rv);
+}
+
+export class ObjectCache {
+  private readonly objects = new Map<string, Entry>();
+  private readonly keys = new SortedKeys();
+  private history: Change[] = [];
+  private readonly watchers = new Set<CacheWatcher>();
+  private readonly listeners = new Set<(c: Change) => void>();
+  private rv: number;
+  /** Every change after this RV is in `history`. */
+  private compactedRV: number;
+  /** Readers waiting for the cache to reach a resourceVersion (a client's RV from another process, or the future). */
+  private freshWaiters: { rv: number; done: (fresh: boolean) => void }[] = [];
+
+  constructor(readonly historyLimit: number, initialRV = 0) {
+    this.rv = initialRV;
+    this.compactedRV = initialRV;
+  }
+
+  get resourceVersion(): number { return this.rv; }
+  get size(): number { return this.objects.size; }
+  get watcherCount(): number { return this.watchers.size; }
+
+  get(key: string): Entry | undefined { return this.objects.get(key); }
+
+  /** Records a change (its rv must not go backwards) and fans it out to watchers. */
+  apply(change: Change): void {
+    if (change.rv < this.rv) throw new Error(`resourceVersion went backwards: ${change.rv} < ${this.rv}`);
+    const { key } = change.entry;
+    if (change.type === 'DELETED') {
+      if (this.objects.delete(key)) this.removeKey(key);
+    } else {
+      if (!this.objects.has(key)) this.insertKey(key);
+      this.objects.set(key, change.entry);
+    }
+    this.rv = change.rv;
+    this.wakeFresh();
+    this.history.push(change);
+    if (this.history.length > this.historyLimit * 2) this.compact();
+    for (const w of this.watchers) w.offer(change);
+    for (const l of this.listeners) l(change);
+  }
+
+  /** In-process observers of every change (e.g. another resource that embeds this one's data). */
+  subscribe(listener: (c: Change) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Replaces everything (an upstream relist): history restarts at `rv`, so older resourceVersions
+   * get 410, and open watchers are closed to make their clients relist, as the watch cache does.
+   */
+  reset(entries: Entry[], rv: number): void {
+    this.objects.clear();
+    for (const e of entries) this.objects.set(e.key, e);
+    this.keys.reset([...this.objects.keys()].sort());
+    this.history = [];
+    this.rv = rv;
+    this.compactedRV = rv;
+    this.wakeFresh();
+    this.closeAllWatchers();
+  }
+
+  /** Advances the RV without a change (e.g. an upstream bookmark). */
+  advance(rv: number): void {
+    if (rv > this.rv) this.rv = rv;
+    this.wakeFresh();
+  }
+
+  /**
+   * Resolves true once the cache has reached `rv`, or false after `timeoutMs` (the watch cache's
+   * waitUntilFreshAndBlock: its caller then answers "Too large resource version").
+   */
+  waitUntilFresh(rv: number, timeoutMs: number): Promise<boolean> {
+    if (rv <= this.rv) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { rv, done: (fresh: boolean) => { clearTimeout(timer); resolve(fresh); } };
+      const timer = setTimeout(() => {
+        this.freshWaiters = this.freshWaiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.freshWaiters.push(waiter);
+    });
+  }
+
+  private wakeFresh(): void {
+    if (this.freshWaiters.length === 0) return;
+    const ready = this.freshWaiters.filter((w) => w.rv <= this.rv);
+    if (ready.length === 0) return;
+    this.freshWaiters = this.freshWaiters.filter((w) => w.rv > this.rv);
+    for (const w of ready) w.done(true);
+  }
+
+  /** Sorted entries under `prefix` as of `atRV` (default: now), starting after `startAfter`. */
+  list(opts: { prefix?: string; atRV?: number; startAfter?: string } = {}): Entry[] {
+    const { prefix = '', atRV, startAfter } = opts;
+    const afterStart = startAfter !== undefined && startAfter >= prefix;
+    const result: Entry[] = [];
+    for (const k of this.keys.from(afterStart ? startAfter : prefix, afterStart)) {
+      if (!k.startsWith(prefix)) break;
+      result.push(this.objects.get(k)!);
+    }
+    if (atRV === undefined || atRV >= this.rv) return result;
+    return this.rewind(result, atRV, prefix, startAfter);
+  }
+
+  /** The oldest RV a watch or consistent list can start from. */
+  get oldestRV(): number { return this.compactedRV; }
+
+  checkRV(rv: number): void {
+    if (rv < this.compactedRV) {
+      // watchCache: with no event kept (just reset), the oldest deliverable event is rv + 1.
+      const oldestEvent = this.history[0]?.rv ?? this.rv + 1;
+      throw new TooOldError(rv, Math.max(oldestEvent - 1, 0));
+    }
+  }
+
+  watch(opts: WatchOptions): CacheWatcher {
+    const initial: WatchItem[] = [];
+    if (opts.fromRV !== undefined) {
+      this.checkRV(opts.fromRV);
+      for (let i = this.firstAfter(opts.fromRV); i < this.history.length; i++) {
+        const item = translate(this.history[i], opts);
+        if (item) initial.push(item);
+      }
+    } else if (opts.initialState) {
+      for (const entry of this.list({ prefix: opts.prefix })) {
+        if (!opts.matches || opts.matches(entry.object)) initial.push({ type: 'ADDED', entry });
+      }
+      if (opts.initialEndMarker) initial.push({ type: 'INITIAL_END', rv: this.rv });
+    }
+    const watcher = new CacheWatcher(this, opts, initial);
+    this.watchers.add(watcher);
+    return watcher;
+  }
+
+  unsubscribe(w: CacheWatcher): void { this.watchers.delete(w); }
+
+  closeAllWatchers(): void {
+    for (const w of [...this.watchers]) w.close();
+  }
+
+  private firstAfter(rv: number): number {
+    let lo = 0, hi = this.history.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.history[mid].rv <= rv) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+
+  private compact(): void {
+    const drop = this.history.length - this.historyLimit;
+    this.compactedRV = this.history[drop - 1].rv;
+    this.history = this.history.slice(drop);
+  }
+
+  /** Undo the changes after `atRV`: each key takes the state before its earliest later change. */
+  private rewind(current: Entry[], atRV: number, prefix: string, startAfter: string | undefined): Entry[] {
+    this.checkRV(atRV);
+    const before = new Map<string, Entry | undefined>();
+    for (let i = this.history.length - 1; i >= 0 && this.history[i].rv > atRV; i--) {
+      const c = this.history[i];
+      before.set(c.entry.key, c.type === 'ADDED' ? undefined : c.prev);
+    }
+    if (before.size === 0) return current;
+    const inRange = (k: string) => k.startsWith(prefix) && (startAfter === undefined || k > startAfter);
+    const out = current.filter((e) => !before.has(e.key));
+    for (const [k, e] of before) if (e && inRange(k)) out.push(e);
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  private insertKey(key: string): void { this.keys.insert(key); }
+  private removeKey(key: string): void { this.keys.delete(key); }
+}
