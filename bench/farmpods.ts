@@ -20,6 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { LineReader } from '../src/apimachinery/ndjson.js';
 import { startFarmCluster, type FarmCluster } from '../test/cluster/farmCluster.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -103,15 +104,11 @@ function openWatch(t: Target, path: string, onEvent: (type: string, obj: Record<
         r.on('end', () => rejectOpen(new Error(`watch ${t.name} ${path}: HTTP ${r.statusCode}: ${text.slice(0, 300)}`)));
         return;
       }
-      let buf = '';
-      r.setEncoding('utf8');
-      r.on('data', (chunk: string) => {
+      const reader = new LineReader();
+      r.on('data', (chunk: Buffer) => {
         const at = performance.now();
-        buf += chunk;
-        let i: number;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, i).trim();
-          buf = buf.slice(i + 1);
+        for (const raw of reader.push(chunk)) {
+          const line = raw.trim();
           if (!line) continue;
           const ev = JSON.parse(line) as { type: string; object: Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
           onEvent(ev.type, ev.object, at);

@@ -4,9 +4,10 @@
 import { readFileSync } from 'node:fs';
 import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
+import { LineReader } from '../../src/apimachinery/ndjson.js';
 import { nowMs, serveIpc, sleep } from '../lib/common.js';
 
-interface Stream { req: ClientRequest; buf: string; rvs: number[]; at: number[]; errors: number; ended: boolean; lastRv: number }
+interface Stream { req: ClientRequest; lines: LineReader; rvs: number[]; at: number[]; errors: number; ended: boolean; lastRv: number }
 
 const groups = new Map<string, Stream[]>();
 let firstError: string | undefined;
@@ -26,16 +27,12 @@ function onLine(s: Stream, line: string, at: number): void {
 
 function open(streams: Stream[], port: number, path: string, headers: Record<string, string>, ca: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
-    const s: Stream = { req: undefined as never, buf: '', rvs: [], at: [], errors: 0, ended: false, lastRv: 0 };
+    const s: Stream = { req: undefined as never, lines: new LineReader(), rvs: [], at: [], errors: 0, ended: false, lastRv: 0 };
     s.req = request({ host: '127.0.0.1', port, path, headers, ca, servername: 'localhost', agent: false }, (res) => {
       if (res.statusCode !== 200) { reject(new Error(`watch ${path}: status ${res.statusCode}`)); res.resume(); return; }
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
+      res.on('data', (chunk: Buffer) => {
         const at = nowMs();
-        let buf = s.buf + chunk;
-        let i;
-        while ((i = buf.indexOf('\n')) >= 0) { onLine(s, buf.slice(0, i), at); buf = buf.slice(i + 1); }
-        s.buf = buf;
+        for (const line of s.lines.push(chunk)) onLine(s, line, at);
       });
       res.on('end', () => { s.ended = true; });
       res.on('close', () => { s.ended = true; });

@@ -4,6 +4,7 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { LineReader } from '../apimachinery/ndjson.js';
 
 export interface UpstreamResponse<T> { status: number; body: T; text: string }
 
@@ -88,14 +89,10 @@ export class Upstream {
           res.on('end', () => reject(new UpstreamError(res.statusCode ?? 0, `watch ${path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`)));
           return;
         }
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let i: number;
-          while ((i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
+        const lines = new LineReader();
+        res.on('data', (chunk: Buffer) => {
+          for (const raw of lines.push(chunk)) {
+            const line = raw.trim();
             if (!line) continue;
             try {
               const ev = JSON.parse(line) as { type: string; object: Record<string, unknown> };

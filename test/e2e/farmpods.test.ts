@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
+import { LineReader } from '../../src/apimachinery/ndjson.js';
 import { farmPodUid } from '../../src/registry/farm/farmpod.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { startFarmServer } from '../helpers/kubectl.js';
@@ -60,13 +61,9 @@ function spawnKubectl(args: string[]) {
   });
   children.add(child);
   const lines = new TimedLines<string>();
-  let buf = '';
+  const reader = new LineReader();
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => {
-    buf += c;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) { lines.push(buf.slice(0, i)); buf = buf.slice(i + 1); }
-  });
+  child.stdout!.on('data', (c: Buffer) => { for (const line of reader.push(c)) lines.push(line); });
   child.stderr!.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
   child.on('exit', () => { children.delete(child); lines.end(); });
   return { lines, get stderr() { return stderr; }, stop: () => child.kill('SIGTERM') };
@@ -158,13 +155,10 @@ function rawWatch(t: Target, path: string): Promise<{ status: number; events: Ti
   return new Promise((resolve, reject) => {
     const req = httpsRequest(`${t.base}${path}`, { method: 'GET', ca: t.ca, cert: t.cert, key: t.key, agent: false, headers: { accept: 'application/json', ...t.headers } }, (res) => {
       const events = new TimedLines<WatchEvent>();
-      let buf = '';
-      res.setEncoding('utf8').on('data', (c: string) => {
-        buf += c;
-        let i: number;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, i).trim();
-          buf = buf.slice(i + 1);
+      const reader = new LineReader();
+      res.on('data', (c: Buffer) => {
+        for (const raw of reader.push(c)) {
+          const line = raw.trim();
           if (line) events.push(JSON.parse(line) as WatchEvent);
         }
       });

@@ -1,20 +1,18 @@
 // A streaming response read line by line (watch events), for the HTTP/1.1 and HTTP/2 test clients.
 import type { Readable } from 'node:stream';
+import { LineReader } from '../../src/apimachinery/ndjson.js';
 import type { Stream } from './testServer.js';
 
 export function lineStream(res: Readable, status: number, close: () => void): Stream {
   const lines: string[] = [];
-  let buf = '';
+  const reader = new LineReader();
   let waiter: (() => void) | undefined;
   let read = 0;
   let done = false;
   const ended = new Promise<void>((r) => { res.on('end', r); res.on('close', r); });
   void ended.then(() => { done = true; waiter?.(); });
-  res.setEncoding('utf8');
-  res.on('data', (c: string) => {
-    buf += c;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) { lines.push(buf.slice(0, i)); buf = buf.slice(i + 1); }
+  res.on('data', (c: Buffer) => {
+    for (const line of reader.push(c)) lines.push(line);
     waiter?.();
   });
   return {
