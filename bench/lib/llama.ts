@@ -2,6 +2,8 @@
 // validateObject defaults), but written straight into the store.
 import { prepareForCreate } from '../../src/apimachinery/meta.js';
 import type { ResourceDefinition } from '../../src/registry/resource.js';
+import type { Storage } from '../../src/storage/interfaces.js';
+import { objectKey } from '../../src/storage/objects.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { validateObject } from '../../src/registry/validation.js';
 import { llamaColors } from '../../src/registry/farm/llama.js';
@@ -36,10 +38,10 @@ export function preparedLlama(def: ResourceDefinition, namespace: string, name: 
   return result.value;
 }
 
-/** Creates `count` llamas named `${prefix}-00000…` in `namespace` directly through the provider. */
-export async function seedLlamas(def: ResourceDefinition, namespace: string, count: number, prefix = 'llama', now = new Date()): Promise<void> {
+/** Creates `count` llamas named `${prefix}-00000…` in `namespace` directly in the storage. */
+export async function seedLlamas(def: ResourceDefinition, storage: Storage, namespace: string, count: number, prefix = 'llama', now = new Date()): Promise<void> {
   for (let i = 0; i < count; i++) {
     const name = `${prefix}-${String(i).padStart(6, '0')}`;
-    await def.provider.create!(preparedLlama(def, namespace, name, i, now), { dryRun: false });
+    await storage.create(objectKey(namespace, name), preparedLlama(def, namespace, name, i, now));
   }
 }

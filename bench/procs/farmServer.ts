@@ -19,8 +19,10 @@ const { values } = parseArgs({ options: {
 } });
 const dir = values['cert-dir']!;
 const [key, cert, token] = await Promise.all(['tls.key', 'tls.crt', 'token'].map((f) => readFile(join(dir, f), 'utf8')));
-const resources = buildResources({ watchHistory: 10_000, garbageCollection: false }).definitions;
+const built = buildResources({ watchHistory: 10_000, garbageCollection: false });
+const resources = built.definitions;
 const llamas = resources[0];
+const llamaStore = built.stores.get('llamas')!;
 const server = buildServer({
   tls: { key, cert }, logger: pino({ level: values['log-level']! }), resources, standalone: true,
   auth: { authenticators: [tokenAuthenticator(token.trim())], rejectAnonymous: true, authorizer: allowAll },
@@ -49,8 +51,8 @@ const port = (app.server.address() as { port: number }).port;
 serveIpc({
   /** `createdYearsAgo` keeps Table ages (and so the response size) constant during a run, e.g. "9y". */
   async seed({ namespace, count, prefix, createdYearsAgo = 0 }: { namespace: string; count: number; prefix?: string; createdYearsAgo?: number }) {
-    await seedLlamas(llamas, namespace, count, prefix, new Date(Date.now() - createdYearsAgo * 366 * 86_400_000));
-    return llamas.provider.cache.resourceVersion;
+    await seedLlamas(llamas, llamaStore, namespace, count, prefix, new Date(Date.now() - createdYearsAgo * 366 * 86_400_000));
+    return llamaStore.resourceVersion;
   },
   /** Fetches `path` through the real routes and serves the same bytes at /bench/static/<name>. */
   async capture({ name, path, accept }: { name: string; path: string; accept?: string }) {
@@ -63,8 +65,8 @@ serveIpc({
   loopReset: () => { loopDelay.reset(); return null; },
   /** Longest and 99th-percentile event-loop delay (ms) since loopReset; the timer resolution (5 ms) is included. */
   loopStats: () => ({ maxMs: loopDelay.max / 1e6, p99Ms: loopDelay.percentile(99) / 1e6, meanMs: loopDelay.mean / 1e6, samples: loopDelay.count }),
-  watchers: () => llamas.provider.cache.watcherCount,
-  rv: () => llamas.provider.cache.resourceVersion,
+  watchers: () => llamaStore.view.watcherCount,
+  rv: () => llamaStore.resourceVersion,
 }, { port });
 // Exit through process.exit so that --cpu-prof (when profiling this process) writes its profile.
 process.on('SIGTERM', () => process.exit(0));

@@ -2,6 +2,7 @@
 // MemoryStore.create (prepared as the create handler prepares them), with the server's default
 // watch history, and compares the heap growth with the size of the llamas' JSON text.
 import { buildResources } from '../../src/registry/farm/index.js';
+import { objectKey } from '../../src/storage/objects.js';
 import { nowMs, serveIpc } from '../lib/common.js';
 import { preparedLlama } from '../lib/llama.js';
 
@@ -15,8 +16,9 @@ function settledHeap(): number {
 
 serveIpc({
   async run({ count, watchHistory, randomNames }: { count: number; watchHistory: number; randomNames: boolean }) {
-    const def = buildResources({ watchHistory, garbageCollection: false }).definitions[0];
-    const store = def.provider;
+    const built = buildResources({ watchHistory, garbageCollection: false });
+    const def = built.definitions[0];
+    const store = built.stores.get('llamas')!;
     const now = new Date();
     // Warm up code paths (zod, validation) so compiled code does not count as per-llama memory.
     for (let i = 0; i < 200; i++) preparedLlama(def, 'warmup', `w-${i}`, i, now);
@@ -35,7 +37,7 @@ serveIpc({
       const obj = preparedLlama(def, `farm-${i % 10}`, names[i], i, now);
       const p1 = nowMs();
       prepareMs += p1 - p0;
-      await store.create!(obj, { dryRun: false });
+      await store.create(objectKey(obj.metadata.namespace, obj.metadata.name!), obj);
       const d = nowMs() - p1;
       if (i < tenth) firstTenthMs += d;
       else if (i >= count - tenth) lastTenthMs += d;
@@ -43,8 +45,9 @@ serveIpc({
     const totalMs = nowMs() - t0;
     const after = settledHeap();
     let jsonBytes = 0;
-    for (const e of store.cache.list()) jsonBytes += Buffer.byteLength(e.json);
-    const stored = store.cache.size;
+    const all = await store.list({ prefix: '', resourceVersion: '', resourceVersionMatch: '', continue: '', limit: 0, predicate: {} });
+    for (const e of all.items) jsonBytes += Buffer.byteLength(e.json);
+    const stored = store.view.size;
     if (stored !== count) throw new Error(`stored ${stored} != ${count}`);
     return {
       count, watchHistory, randomNames,

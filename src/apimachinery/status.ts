@@ -1,5 +1,7 @@
 // Errors are values carrying a Kubernetes reason; toStatus() is the one place they become metav1.Status.
 
+import { GoLiteral } from './goCompat.js';
+
 export type StatusReason =
   | 'BadRequest' | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'AlreadyExists' | 'Conflict'
   | 'Gone' | 'Invalid' | 'ServerTimeout' | 'Timeout' | 'TooManyRequests' | 'MethodNotAllowed'
@@ -126,12 +128,6 @@ export class FieldError {
   }
 
   toString(): string { return this.field ? `${this.field}: ${this.detailMessage()}` : this.detailMessage(); }
-}
-
-/** A bad value printed verbatim: Go's %#v of a type JSON cannot express (a uint64 zero prints as 0x0). */
-export class GoLiteral {
-  constructor(readonly text: string) {}
-  toString(): string { return this.text; }
 }
 
 function formatValue(v: unknown): string {

@@ -38,3 +38,19 @@ export interface KubeObject {
 export interface ListMeta { resourceVersion: string; continue?: string; remainingItemCount?: number }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+/** What a request asks for (k8s.io/apiserver's request.RequestInfo); authorization attributes derive from it. */
+export interface RequestInfo {
+  isResourceRequest: boolean;
+  path: string;
+  verb: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  /** Raw selectors of a list/watch/deletecollection (AuthorizeWithSelectors passes them to authorization). */
+  labelSelector?: string;
+  fieldSelector?: string;
+}

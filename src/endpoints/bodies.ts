@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { decodeLargeJsonBody, type DecodedJson } from '../apimachinery/jsonBody.js';
 import { discardUnreadBody, isHttp2 } from './protocol.js';
 import { errors } from '../apimachinery/status.js';
+import { mediaTypeOf, OBJECT_MEDIA_TYPES, PATCH_MEDIA_TYPES } from './mediaTypes.js';
 import type { YamlCodec } from '../apimachinery/yamlCodec.js';
 
 declare module 'fastify' {
@@ -20,14 +21,6 @@ declare module 'fastify' {
 
 const jsonTypes = ['application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json'];
 const yamlTypes = ['application/yaml', 'application/apply-patch+yaml'];
-
-/** What create/update/delete bodies may be (kube's serializers; a body without Content-Type is JSON). */
-export const OBJECT_MEDIA_TYPES = ['application/json', 'application/yaml'];
-export const PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/merge-patch+json'];
-
-export function mediaTypeOf(header: string | undefined): string {
-  return (header ?? '').split(';')[0].trim().toLowerCase();
-}
 
 /** 415 unless the body (if any) came in one of `accepted`; no Content-Type counts as JSON, as kube reads it. */
 export function requireMediaType(req: FastifyRequest, accepted: string[]): void {

@@ -3,7 +3,7 @@
 // unknown fields are ignored, then apimachinery's validation of the values (422).
 import { z } from 'zod';
 import { bool, int, one, parseWriteOptions, type Query } from './listOptions.js';
-import type { DeleteOptions } from '../registry/resource.js';
+import type { DeleteOptions } from '../apimachinery/options.js';
 import { errors, FieldError } from '../apimachinery/status.js';
 
 // Any int64 (zod's int() stops at 2^53); the bounds are exact on the literal (parseDeleteOptions).

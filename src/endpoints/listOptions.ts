@@ -1,5 +1,9 @@
 // ListOptions / write options from the query string, validated as apimachinery's validation does.
 import { errors, FieldError } from '../apimachinery/status.js';
+import { FIELD_VALIDATION_VALUES, isFieldValidation, type FieldValidation } from '../apimachinery/fieldValidation.js';
+import type { ListOptions, WriteOptions } from '../apimachinery/options.js';
+
+export type { ListOptions, WriteOptions } from '../apimachinery/options.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
@@ -25,18 +29,6 @@ export function int(q: Query, key: string): number | undefined {
   return Number(n);
 }
 
-export interface ListOptions {
-  labelSelector: string;
-  fieldSelector: string;
-  watch: boolean;
-  allowWatchBookmarks: boolean;
-  resourceVersion: string;
-  resourceVersionMatch: string;
-  timeoutSeconds?: number;
-  limit: number;
-  continue: string;
-  sendInitialEvents?: boolean;
-}
 
 const invalidListOptions = (errs: FieldError[]) => errors.invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', errs);
 
@@ -85,17 +77,7 @@ function watchErrors(o: ListOptions): FieldError[] {
   return errs;
 }
 
-/** "" → undefined; otherwise a non-negative integer or 400, as the storage layer's ParseResourceVersion answers. */
-export function parseRV(rv: string): number | undefined {
-  if (rv === '') return undefined;
-  // strconv.ParseUint(rv, 10, 64): digits only, and no larger than a uint64.
-  if (!/^\d+$/.test(rv) || BigInt(rv) > 18446744073709551615n) throw errors.badRequest(`invalid resource version: ${JSON.stringify(rv)}`);
-  return Number(rv);
-}
 
-export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
-
-export interface WriteOptions { dryRun: boolean; fieldValidation: FieldValidation; fieldManager?: string }
 
 /** CreateOptions / UpdateOptions / PatchOptions query parameters. */
 export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions'): WriteOptions {
@@ -105,9 +87,9 @@ export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptio
   if (dryValues.some((d) => d !== 'All')) errs.push(FieldError.notSupported('dryRun', dryValues, ['All']));
   const fv = one(q, 'fieldValidation') ?? '';
   let fieldValidation: FieldValidation = 'Strict';
-  if (fv === 'Strict' || fv === 'Warn' || fv === 'Ignore') fieldValidation = fv;
+  if (isFieldValidation(fv)) fieldValidation = fv;
   // ValidateFieldValidation lists sets.NewString("", Ignore, Warn, Strict).List(): sorted, the empty value first.
-  else if (fv !== '') errs.push(FieldError.notSupported('fieldValidation', fv, ['', 'Ignore', 'Strict', 'Warn']));
+  else if (fv !== '') errs.push(FieldError.notSupported('fieldValidation', fv, ['', ...FIELD_VALIDATION_VALUES]));
   // Upstream defaults to Warn when the parameter is absent (kubectl always sends Strict).
   if (fv === '') fieldValidation = 'Warn';
   const fieldManager = one(q, 'fieldManager');

@@ -1,20 +1,8 @@
 // What a request asks for, derived from method + path like k8s.io/apiserver's RequestInfoFactory;
 // authorization (SubjectAccessReview attributes) is made from it.
 
-export interface RequestInfo {
-  isResourceRequest: boolean;
-  path: string;
-  verb: string;
-  apiGroup: string;
-  apiVersion: string;
-  namespace: string;
-  resource: string;
-  subresource: string;
-  name: string;
-  /** Raw selectors of a list/watch/deletecollection (AuthorizeWithSelectors passes them to authorization). */
-  labelSelector?: string;
-  fieldSelector?: string;
-}
+export type { RequestInfo } from '../apimachinery/types.js';
+import type { RequestInfo } from '../apimachinery/types.js';
 
 const nonResourceVerbs: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'delete', OPTIONS: 'options' };
 

@@ -1,28 +1,8 @@
-// A resource plug-in: one definition drives discovery, OpenAPI, routes, validation and Table output.
+// A resource plug-in: one definition drives discovery, OpenAPI, routes, validation and Table output;
+// its `rest` storage implements the verbs it serves (rest.ts).
 import type { z } from 'zod';
-import type { Entry, ObjectCache } from '../storage/cacher/objectCache.js';
-import type { RequestInfo } from '../endpoints/requestInfo.js';
-import type { KubeObject } from '../apimachinery/types.js';
-
-export interface WriteContext {
-  /** dryRun=All: compute and validate everything, store nothing, emit no event. */
-  dryRun: boolean;
-}
-
-export interface DeleteOptions {
-  preconditions?: { uid?: string; resourceVersion?: string };
-  propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
-  orphanDependents?: boolean;
-  gracePeriodSeconds?: number;
-}
-
-/**
- * Validates and prepares the object a write is about to store; throws ApiError to refuse. Pure: a
- * store may run it again when the object changed while it ran (etcd3's GuaranteedUpdate does too).
- */
-export type Mutation = (current: KubeObject | undefined) => KubeObject | Promise<KubeObject>;
-
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+import type { KubeObject, RequestInfo } from '../apimachinery/types.js';
+import { restVerbs, type RestStorage, type Verb } from './rest.js';
 
 export interface PrinterColumn {
   name: string;
@@ -34,18 +14,8 @@ export interface PrinterColumn {
   cell: (obj: KubeObject, now: number) => string | number | boolean | null;
 }
 
-/** Read verbs are served from an ObjectCache; write verbs exist only when a provider implements them. */
-export interface Provider {
-  readonly cache: ObjectCache;
-  /** Why reads cannot be served right now (e.g. an upstream cache not yet synced), or undefined. */
-  unavailable?(): string | undefined;
-  create?(obj: KubeObject, ctx: WriteContext): Promise<Entry>;
-  /** Replaces the object; `mutate` gets the current object (or undefined) and returns the desired one. */
-  update?(namespace: string | undefined, name: string, mutate: Mutation, ctx: WriteContext): Promise<{ entry: Entry; created: boolean }>;
-  delete?(namespace: string | undefined, name: string, opts: DeleteOptions, ctx: WriteContext): Promise<{ entry: Entry; deleted: boolean }>;
-}
-
-export interface ResourceDefinition {
+/** Everything about a resource but its storage: what the generic store and the endpoints read. */
+export interface ResourceDescriptor {
   group: string;
   version: string;
   kind: string;
@@ -60,7 +30,6 @@ export interface ResourceDefinition {
   columns: PrinterColumn[];
   /** Field selectors beyond metadata.name / metadata.namespace. */
   fieldSelectors?: Record<string, (obj: KubeObject) => string | undefined>;
-  provider: Provider;
   /**
    * Permissions a caller needs besides those on this resource (e.g. FarmPods show Pods, so reading
    * them needs the same verb on pods). Each is authorized like the request itself.
@@ -68,31 +37,32 @@ export interface ResourceDefinition {
   alsoRequires?: (info: RequestInfo) => { info: RequestInfo; why: string }[];
 }
 
-export function apiVersionOf(def: Pick<ResourceDefinition, 'group' | 'version'>): string {
+export interface ResourceDefinition extends ResourceDescriptor {
+  rest: RestStorage;
+}
+
+export function apiVersionOf(def: Pick<ResourceDescriptor, 'group' | 'version'>): string {
   return def.group ? `${def.group}/${def.version}` : def.version;
 }
 
-export function verbsOf(def: ResourceDefinition): Verb[] {
-  const p = def.provider;
-  const verbs: Verb[] = ['get', 'list', 'watch'];
-  if (p.create) verbs.push('create');
-  if (p.update) verbs.push('update', 'patch');
-  if (p.delete) verbs.push('delete', 'deletecollection');
-  return verbs.sort();
-}
-
-export function groupResource(def: Pick<ResourceDefinition, 'group' | 'plural'>) {
+export function groupResource(def: Pick<ResourceDescriptor, 'group' | 'plural'>) {
   return { group: def.group, resource: def.plural };
 }
 
-export function selectableFields(def: ResourceDefinition): string[] {
+export function selectableFields(def: ResourceDescriptor): string[] {
   const base = ['metadata.name'];
   if (def.namespaced) base.push('metadata.namespace');
   return [...base, ...Object.keys(def.fieldSelectors ?? {})];
 }
 
-export function fieldValue(def: ResourceDefinition, obj: KubeObject, field: string): string | undefined {
+export function fieldValue(def: ResourceDescriptor, obj: KubeObject, field: string): string | undefined {
   if (field === 'metadata.name') return obj.metadata.name;
   if (field === 'metadata.namespace') return obj.metadata.namespace ?? '';
   return def.fieldSelectors?.[field]?.(obj);
+}
+
+export type { Verb } from './rest.js';
+
+export function verbsOf(def: ResourceDefinition): Verb[] {
+  return restVerbs(def.rest);
 }

@@ -3,13 +3,13 @@
 // the unknown-field list that fieldValidation=Strict|Warn|Ignore acts on.
 import type { z } from 'zod';
 import { everyValue } from '../apimachinery/jsonValue.js';
-import type { ResourceDefinition } from './resource.js';
+import type { ResourceDescriptor } from './resource.js';
 import { FieldError } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import {
   kindSchemaName, registerKind, registeredJsonSchemas, resolveSchema, schemaIdOf,
   type JsonSchema,
-} from '../apimachinery/schemas.js';
+} from '../apimachinery/schema/registry.js';
 
 export interface ValidationResult {
   /** The parsed object with defaults applied and unknown fields dropped; absent when there are errors. */
@@ -62,7 +62,7 @@ function expectedType(expected: string): string {
 }
 
 /** Resolves the component name and JSON Schema of a definition's whole-object schema. */
-function rootSchemaOf(def: ResourceDefinition): { root: JsonSchema | undefined; schemas: Record<string, JsonSchema> } {
+function rootSchemaOf(def: ResourceDescriptor): { root: JsonSchema | undefined; schemas: Record<string, JsonSchema> } {
   let id = schemaIdOf(def.schema);
   if (!id) {
     registerKind({ group: def.group, version: def.version, kind: def.kind }, def.schema, def.description);
@@ -222,7 +222,7 @@ function restore(obj: KubeObject, held: Held): KubeObject {
   return { ...obj, metadata: { ...obj.metadata, ...held } as KubeObject['metadata'] };
 }
 
-export function validateObject(def: ResourceDefinition, obj: unknown): ValidationResult {
+export function validateObject(def: ResourceDescriptor, obj: unknown): ValidationResult {
   const unknownFields: string[] = [];
   let input = obj;
   if (obj !== null && typeof obj === 'object') {

@@ -4,21 +4,21 @@ import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
 import { anonymous } from './auth/types.js';
 import { impersonatedUser } from './auth/impersonation.js';
 import { MAX_BODY_BYTES } from '../config.js';
-import { registerDiscoveryRoutes } from '../endpoints/discovery.js';
+import { registerDiscoveryRoutes } from '../endpoints/discovery/routes.js';
 import { installBodyParsers } from '../endpoints/bodies.js';
 import { clientErrorHandler, expectationFailed, installErrorHandling, sendError } from '../endpoints/http.js';
-import { registerOpenApiRoutes } from '../endpoints/openapi.js';
+import { registerOpenApiRoutes } from '../endpoints/openapi/routes.js';
 import { closeConnectionAfter } from '../endpoints/protocol.js';
 import { requestInfo, type RequestInfo } from '../endpoints/requestInfo.js';
 import type { ResourceDefinition } from '../registry/resource.js';
-import { registerResourceRoutes, type RestOptions } from '../endpoints/rest.js';
+import { registerResourceRoutes, type RestOptions } from '../endpoints/installer.js';
 import { ApiError, errors } from '../apimachinery/status.js';
-import type { WatchSettings } from '../endpoints/watch.js';
+import type { WatchSettings } from '../endpoints/handlers/watch.js';
 import { YamlCodec } from '../apimachinery/yamlCodec.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
 import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
 import { createServingServer, DEFAULT_HTTP_LIMITS, type HttpLimits, type ServingServer } from './serving.js';
-import type { CacheWatcher } from '../storage/cacher/objectCache.js';
+import type { Watcher } from '../storage/interfaces.js';
 import type { Server } from 'node:http';
 
 export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
@@ -36,7 +36,6 @@ export interface ServerOptions {
   health: HealthChecks;
   watch: { queueCapacity: number; bookmarkIntervalMs: number };
   admitCreate?: RestOptions['admitCreate'];
-  generateName?: RestOptions['generateName'];
   version: { gitVersion: string };
   /** Serves GET /metrics from `registry` and counts every request in `httpRequests`. */
   metrics?: Pick<FarmMetrics, 'registry' | 'httpRequests'>;
@@ -55,7 +54,7 @@ declare module 'fastify' {
   interface FastifyRequest { user?: UserInfo; info?: RequestInfo }
 }
 
-export interface FarmServer { app: FastifyInstance; watchers: Set<CacheWatcher>; endWatches(): void }
+export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endWatches(): void }
 
 export function buildServer(opts: ServerOptions): FarmServer {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
@@ -119,13 +118,13 @@ export function buildServer(opts: ServerOptions): FarmServer {
     }
   });
 
-  const watchers = new Set<CacheWatcher>();
+  const watchers = new Set<Watcher>();
   const watch: WatchSettings = { ...opts.watch, registry: watchers };
   registerHealthRoutes(app, opts.health);
   if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
   registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
   registerOpenApiRoutes(app, opts.resources);
-  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate, generateName: opts.generateName });
+  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate });
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
   app.addHook('preClose', async () => { endWatches(); serving?.closeSessions(); });

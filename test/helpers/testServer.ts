@@ -12,6 +12,7 @@ import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
 import type { ResourceDefinition } from '../../src/registry/resource.js';
 import { ping } from '../../src/server/observability/health.js';
 import { buildResources } from '../../src/registry/farm/index.js';
+import type { MemoryStorage } from '../../src/storage/memory/memoryStorage.js';
 import { buildServer, type FarmServer, type ServerOptions } from '../../src/server/server.js';
 
 export interface Response { status: number; headers: Record<string, string | string[] | undefined>; body: string; json<T = any>(): T }
@@ -19,6 +20,8 @@ export interface Response { status: number; headers: Record<string, string | str
 export interface TestServer {
   url: string; token: string; caPem: string; dir: string; kubeconfig: string;
   server: FarmServer; resources: ResourceDefinition[];
+  /** Backends of the stored resources by plural (when the server built its own resources). */
+  stores: Map<string, MemoryStorage>;
   request(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; contentType?: string; token?: string | null }): Promise<Response>;
   /** Opens a streaming GET; lines are pushed as they arrive. */
   stream(path: string, opts?: { headers?: Record<string, string> }): Promise<Stream>;
@@ -27,12 +30,21 @@ export interface TestServer {
 
 export interface Stream { status: number; lines: string[]; ended: Promise<void>; next(timeoutMs?: number): Promise<string>; close(): void }
 
-export async function startTestServer(overrides: Partial<ServerOptions> & { watchHistory?: number } = {}): Promise<TestServer> {
+export interface TestServerOptions extends Partial<ServerOptions> {
+  watchHistory?: number;
+  /** Names for generateName; tests make collisions with it. */
+  generateName?: (prefix: string) => string;
+}
+
+export async function startTestServer(testOpts: TestServerOptions = {}): Promise<TestServer> {
+  const { watchHistory, generateName, ...overrides } = testOpts;
   const dir = await mkdtemp(join(tmpdir(), 'farm-test-'));
   const certs = await ensureDevCerts(dir);
   const token = await ensureToken(dir);
   const [key, cert, caPem] = await Promise.all([readFile(certs.keyFile, 'utf8'), readFile(certs.certFile, 'utf8'), readFile(certs.caFile, 'utf8')]);
-  const resources = overrides.resources ?? buildResources({ watchHistory: overrides.watchHistory ?? 1000, garbageCollection: false }).definitions;
+  const built = overrides.resources ? undefined : buildResources({ watchHistory: watchHistory ?? 1000, garbageCollection: false, generateName });
+  const resources = overrides.resources ?? built!.definitions;
+  const stores = built?.stores ?? new Map<string, MemoryStorage>();
   const server = buildServer({
     tls: { key, cert }, logger: pino({ level: 'silent' }), resources, standalone: true,
     auth: { authenticators: [tokenAuthenticator(token)], rejectAnonymous: true, authorizer: allowAll },
@@ -84,7 +96,7 @@ export async function startTestServer(overrides: Partial<ServerOptions> & { watc
   });
 
   return {
-    url, token, caPem, dir, kubeconfig, server, resources, request, stream,
+    url, token, caPem, dir, kubeconfig, server, resources, stores, request, stream,
     async close() { server.endWatches(); h2?.close(); await server.app.close(); await rm(dir, { recursive: true, force: true }); },
   };
 }

@@ -143,10 +143,10 @@ describe('6. resourceVersions the server never issued', () => {
   });
 
   it('an RV issued by an earlier process is 410 Expired in the next one (RVs start above it)', async () => {
-    const rvOf = (defs: ReturnType<typeof buildResources>) => defs.definitions[0].provider.cache.resourceVersion;
+    const rvOf = (built: ReturnType<typeof buildResources>) => built.stores.get('llamas')!.resourceVersion;
     const first = buildResources({ watchHistory: 10, garbageCollection: false });
-    const a = first.definitions[0].provider;
-    for (let i = 0; i < 5; i++) await a.create!(llama(`old-${i}`, { metadata: { name: `old-${i}`, namespace: 'x' } }) as never, { dryRun: false });
+    const a = first.stores.get('llamas')!;
+    for (let i = 0; i < 5; i++) await a.create(`x/old-${i}`, llama(`old-${i}`, { metadata: { name: `old-${i}`, namespace: 'x' } }) as never);
     const oldRV = rvOf(first);
     await new Promise((r) => setTimeout(r, 2));
     const restarted = await startTestServer({ resources: buildResources({ watchHistory: 10, garbageCollection: false }).definitions });

@@ -443,7 +443,7 @@ describe('a watcher that stops reading', () => {
 
   it('is dropped while writers keep succeeding, and a reading watcher gets every event once, in order', async () => {
     const C = coll('w-slow');
-    const cache = s.resources.find((d) => d.plural === 'llamas')!.provider.cache;
+    const cache = s.stores.get('llamas')!.view;
     const rv0 = await listRV(C);
     const slow = await rawGet(s, `${C}?watch=true&resourceVersion=${rv0}`);
     assert.equal(slow.statusCode, 200);

@@ -3,25 +3,24 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { z } from 'zod';
-import {
-  AGGREGATED_V2_CONTENT_TYPE, compareKubeAwareVersions, negotiateDiscovery, registerDiscoveryRoutes, storageVersionHash,
-} from '../../src/endpoints/discovery.js';
+import { compareKubeAwareVersions, storageVersionHash } from '../../src/endpoints/discovery/documents.js';
+import { AGGREGATED_V2_CONTENT_TYPE } from '../../src/endpoints/mediaTypes.js';
+import { negotiateDiscovery, registerDiscoveryRoutes } from '../../src/endpoints/discovery/routes.js';
 import { installErrorHandling } from '../../src/endpoints/http.js';
 import type { ResourceDefinition } from '../../src/registry/resource.js';
-import { kindSchema } from '../../src/apimachinery/schemas.js';
-import { llamaDefinition } from '../../src/registry/farm/llama.js';
-import { readOnlyProvider, writableProvider } from '../helpers/providers.js';
+import { kindSchema } from '../../src/apimachinery/schema/kind.js';
+import { llamaShape, readOnlyProvider, writableProvider } from '../helpers/providers.js';
 
 const writable = writableProvider;
 const readOnly = readOnlyProvider;
 
-const llama = llamaDefinition(writable);
+const llama = llamaShape();
 // A read-only resource in the same group-version, like FarmPods.
 const barn: ResourceDefinition = {
   group: 'farm.example.com', version: 'v1alpha', kind: 'Barn', plural: 'barns', singular: 'barn',
   shortNames: [], categories: ['farm'], namespaced: false, description: 'Barn is a test-only read-only resource.',
   schema: kindSchema({ group: 'farm.example.com', version: 'v1alpha', kind: 'Barn', description: 'Barn.', spec: z.object({}).describe('Nothing.') }),
-  columns: [], provider: readOnly,
+  columns: [], rest: readOnly,
 };
 const defs = [llama, barn];
 

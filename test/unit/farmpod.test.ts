@@ -8,7 +8,9 @@ import type { RequestInfo } from '../../src/endpoints/requestInfo.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { validateObject } from '../../src/registry/validation.js';
 import { farmPodDefinition, FarmPodSource, farmPodUid, LLAMA_LABEL, toFarmPod } from '../../src/registry/farm/farmpod.js';
-import { makeEntry, objectKey, ObjectCache, type WatchItem } from '../../src/storage/cacher/objectCache.js';
+import { ObjectCache } from '../../src/storage/cacher/objectCache.js';
+import type { WatchItem } from '../../src/storage/interfaces.js';
+import { makeEntry, objectKey } from '../../src/storage/objects.js';
 import type { Upstream } from '../../src/upstream/client.js';
 
 const log = pino({ level: 'silent' });

@@ -2,7 +2,8 @@
 // k8s.io/apimachinery's internalversion/validation (ValidateListOptions) and meta/v1/validation.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseListOptions, parseRV, parseWriteOptions, type Query } from '../../src/endpoints/listOptions.js';
+import { parseListOptions, parseWriteOptions, type Query } from '../../src/endpoints/listOptions.js';
+import { parseRV } from '../../src/apimachinery/resourceVersion.js';
 import { ApiError } from '../../src/apimachinery/status.js';
 
 /** The ApiError a call throws, checked to be a Status-shaped refusal with the given code. */

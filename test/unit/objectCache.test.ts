@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject } from '../../src/apimachinery/types.js';
-import { makeEntry, ObjectCache, objectKey, TooOldError, type CacheWatcher, type ChangeType, type Entry, type WatchItem } from '../../src/storage/cacher/objectCache.js';
+import { ObjectCache, TooOldError, type CacheWatcher } from '../../src/storage/cacher/objectCache.js';
+import type { ChangeType, Entry, WatchItem } from '../../src/storage/interfaces.js';
+import { makeEntry, objectKey } from '../../src/storage/objects.js';
 
 /** Drives a cache the way a store does: one store-wide counter, each change stamped with the next RV. */
 class Driver {

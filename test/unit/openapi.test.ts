@@ -11,23 +11,24 @@ import { promisify } from 'node:util';
 import Fastify from 'fastify';
 import { generate } from 'selfsigned';
 import { z } from 'zod';
-import { registerDiscoveryRoutes } from '../../src/endpoints/discovery.js';
+import { registerDiscoveryRoutes } from '../../src/endpoints/discovery/routes.js';
 import { installErrorHandling } from '../../src/endpoints/http.js';
-import { buildOpenApiV3, operationId, registerOpenApiRoutes, toValidOperationId } from '../../src/endpoints/openapi.js';
+import { buildOpenApiV3 } from '../../src/endpoints/openapi/builders.js';
+import { operationId, toValidOperationId } from '../../src/endpoints/openapi/operations.js';
+import { registerOpenApiRoutes } from '../../src/endpoints/openapi/routes.js';
 import type { ResourceDefinition } from '../../src/registry/resource.js';
-import { kindSchema } from '../../src/apimachinery/schemas.js';
-import { llamaDefinition } from '../../src/registry/farm/llama.js';
-import { readOnlyProvider, writableProvider } from '../helpers/providers.js';
+import { kindSchema } from '../../src/apimachinery/schema/kind.js';
+import { llamaShape, readOnlyProvider, writableProvider } from '../helpers/providers.js';
 
 const writable = writableProvider;
 const readOnly = readOnlyProvider;
 
-const llama = llamaDefinition(writable);
+const llama = llamaShape();
 const barn: ResourceDefinition = {
   group: 'farm.example.com', version: 'v1alpha', kind: 'Barn', plural: 'barns', singular: 'barn',
   shortNames: [], categories: [], namespaced: true, description: 'Barn is a test-only read-only resource.',
   schema: kindSchema({ group: 'farm.example.com', version: 'v1alpha', kind: 'Barn', description: 'Barn.', spec: z.object({ size: z.number().optional().describe('Size.') }).describe('Barn spec.') }),
-  columns: [], provider: readOnly,
+  columns: [], rest: readOnly,
 };
 const defs = [llama, barn];
 const GV_PATH = '/openapi/v3/apis/farm.example.com/v1alpha';

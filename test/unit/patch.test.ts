@@ -2,7 +2,10 @@
 // (handlers.jsonPatcher.applyJSPatch with gopkg.in/evanphx/json-patch.v4 and sigs.k8s.io/json).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyJsonPatch, applyMergePatch, goJSON, jsonPatch, strictDecodingError } from '../../src/apimachinery/patch.js';
+import { applyJsonPatch, jsonPatch } from '../../src/apimachinery/jsonPatch.js';
+import { applyMergePatch } from '../../src/apimachinery/mergePatch.js';
+import { strictDecodingError } from '../../src/apimachinery/fieldValidation.js';
+import { goJSON } from '../../src/apimachinery/goCompat.js';
 import { ApiError } from '../../src/apimachinery/status.js';
 
 const rejected = 'the server rejected our request due to an error in our request';

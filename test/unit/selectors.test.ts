@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  escapeFieldValue, fieldSelectorSingleValue, fieldSelectorToString, labelSelectorToString, matchesFields,
-  matchesLabels, parseFieldSelector, parseLabelSelector, unescapeFieldValue, type FieldSelector,
-} from '../../src/apimachinery/selectors.js';
+  escapeFieldValue, fieldSelectorSingleValue, fieldSelectorToString, matchesFields, parseFieldSelector,
+  unescapeFieldValue, type FieldSelector,
+} from '../../src/apimachinery/fields.js';
+import { labelSelectorToString, matchesLabels, parseLabelSelector } from '../../src/apimachinery/labels.js';
 import { ApiError } from '../../src/apimachinery/status.js';
 
 /** Asserts fn throws an ApiError 400 BadRequest with exactly this message. */

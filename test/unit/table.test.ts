@@ -3,13 +3,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { age, dateCell, humanDuration, shortHumanDuration } from '../../src/apimachinery/duration.js';
-import type { Provider } from '../../src/registry/resource.js';
 import { ApiError } from '../../src/apimachinery/status.js';
 import { columnDefinitions, parseIncludeObject, partialObjectMetadata, partialObjectMetadataList, table } from '../../src/endpoints/table.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
-import { llamaDefinition } from '../../src/registry/farm/llama.js';
+import { llamaShape } from '../helpers/providers.js';
 
-const def = llamaDefinition({ cache: {} } as unknown as Provider);
+const def = llamaShape();
 
 const s = 1000;
 const m = 60 * s;

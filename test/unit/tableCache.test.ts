@@ -6,12 +6,12 @@ import { describe, it } from 'node:test';
 import { humanDuration } from '../../src/apimachinery/duration.js';
 import { BodyBuilder, piecesBuffer } from '../../src/endpoints/bodyBuilder.js';
 import { renderList, renderListBody } from '../../src/endpoints/render.js';
-import type { PrinterColumn, Provider, ResourceDefinition } from '../../src/registry/resource.js';
+import type { PrinterColumn, ResourceDefinition } from '../../src/registry/resource.js';
 import { partialObjectMetadataList, partialObjectMetadataListPieces, table, tablePieces, type TableOptions } from '../../src/endpoints/table.js';
 import { humanDurationChangesAt, rowCells, timedCell } from '../../src/registry/tableCells.js';
 import type { KubeObject, ListMeta } from '../../src/apimachinery/types.js';
 import { farmPodDefinition, type FarmPodSource } from '../../src/registry/farm/farmpod.js';
-import { llamaDefinition } from '../../src/registry/farm/llama.js';
+import { llamaShape } from '../helpers/providers.js';
 
 const s = 1000;
 const m = 60 * s;
@@ -22,7 +22,7 @@ const y = 365 * d;
 const T0 = Date.parse('2020-03-01T10:00:00Z');
 const iso = (t: number) => new Date(t).toISOString().replace(/\.000Z$/, 'Z');
 
-const llamaDef = llamaDefinition({ cache: {} } as unknown as Provider);
+const llamaDef = llamaShape();
 
 function llama(name: string, createdAt: number | undefined, extra: Record<string, unknown> = {}): { object: KubeObject; json: string } {
   const object: KubeObject = {

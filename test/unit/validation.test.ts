@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { z } from 'zod';
-import type { Provider, ResourceDefinition } from '../../src/registry/resource.js';
-import { kindSchema } from '../../src/apimachinery/schemas.js';
+import type { ResourceDefinition } from '../../src/registry/resource.js';
+import { kindSchema } from '../../src/apimachinery/schema/kind.js';
 import { errors } from '../../src/apimachinery/status.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { validateObject } from '../../src/registry/validation.js';
-import { llamaDefinition } from '../../src/registry/farm/llama.js';
+import { llamaShape } from '../helpers/providers.js';
 
 const unused = async (): Promise<never> => { throw new Error('unused'); };
-const provider = { cache: {} as never, create: unused, update: unused, delete: unused } as unknown as Provider;
-const llama = llamaDefinition(provider);
+const llama = llamaShape();
 
 const base = { apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name: 'dolly', namespace: 'default' } };
 const llamaWith = (spec: unknown, extra: Record<string, unknown> = {}) => ({ ...base, spec, ...extra });

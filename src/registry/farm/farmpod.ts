@@ -3,11 +3,16 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import type { Provider, ResourceDefinition } from '../resource.js';
-import { docs, int64, kindSchema } from '../../apimachinery/schemas.js';
+import { ReadOnlyStore } from '../generic/readOnlyStore.js';
+import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
+import { docs, int64 } from '../../apimachinery/schema/metav1.js';
+import { kindSchema } from '../../apimachinery/schema/kind.js';
 import { ageCell, ageOf, timedCell } from '../tableCells.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import { makeEntry, objectKey, ObjectCache, type Change } from '../../storage/cacher/objectCache.js';
+import { CacheReader } from '../../storage/cacher/cacheReader.js';
+import { ObjectCache } from '../../storage/cacher/objectCache.js';
+import type { CacheView, Change } from '../../storage/interfaces.js';
+import { makeEntry, objectKey } from '../../storage/objects.js';
 import type { Upstream } from '../../upstream/client.js';
 import { Reflector, type RawObject } from '../../upstream/reflector.js';
 import { restartsText, summarizePod, type PodLike } from './podStatus.js';
@@ -103,16 +108,19 @@ export function toFarmPod(pod: Pod, llama: LlamaLookup): KubeObject {
 }
 
 /** Pods list+watched into FarmPods; llama changes re-enrich the pods that name them. */
-export class FarmPodSource implements Provider {
+export class FarmPodSource {
+  /** Fed only by this source; requests read it through `reader`. */
   readonly cache: ObjectCache;
+  readonly reader: CacheReader;
   readonly reflector: Reflector;
   private readonly pods = new Map<string, Pod>();
   /** "ns/llama" → keys of the pods labelled with it. */
   private readonly byLlama = new Map<string, Set<string>>();
   private readonly lookup: LlamaLookup;
 
-  constructor(upstream: Upstream, llamas: ObjectCache, log: FastifyBaseLogger, historyLimit: number) {
+  constructor(upstream: Upstream, llamas: CacheView, log: FastifyBaseLogger, historyLimit: number) {
     this.cache = new ObjectCache(historyLimit);
+    this.reader = new CacheReader(this.cache, () => this.unavailable());
     this.lookup = (ns, name) => llamas.get(objectKey(ns, name))?.object;
     this.reflector = new Reflector(upstream, { purpose: 'pods', path: '/api/v1/pods', log }, {
       replace: (items, rv) => this.replace(items as Pod[], Number(rv) || this.cache.resourceVersion),
@@ -199,7 +207,13 @@ const st = (o: KubeObject) => (o.status ?? {}) as Partial<FarmPodStatusT>;
 const sp = (o: KubeObject) => (o.spec ?? {}) as Partial<FarmPodSpecT>;
 const orNone = (v: string | undefined) => (v ? v : '<none>');
 
-export function farmPodDefinition(provider: FarmPodSource): ResourceDefinition {
+/** FarmPods are read-only: get, list and watch from the source's cache. */
+export function farmPodDefinition(source: FarmPodSource): ResourceDefinition {
+  const def = farmPodDescriptor();
+  return { ...def, rest: new ReadOnlyStore(def, source.reader) };
+}
+
+export function farmPodDescriptor(): ResourceDescriptor {
   return {
     group: GROUP, version: VERSION, kind: 'FarmPod', plural: 'farmpods', singular: 'farmpod',
     shortNames: ['fp'], categories: ['farm'], namespaced: true,
@@ -222,7 +236,6 @@ export function farmPodDefinition(provider: FarmPodSource): ResourceDefinition {
       'spec.nodeName': (o) => sp(o).nodeName ?? '',
       'status.phase': (o) => st(o).phase ?? '',
     },
-    provider,
     alsoRequires: (info) => [{
       info: { ...info, apiGroup: '', apiVersion: 'v1', resource: 'pods', subresource: '' },
       why: `FarmPods show Pods: ${info.verb} on farmpods also needs ${info.verb} on pods`,

@@ -1,7 +1,7 @@
 // The resources this server serves. Adding a resource = one file + one line here.
 import type { FastifyBaseLogger } from 'fastify';
 import type { ResourceDefinition } from '../resource.js';
-import { MemoryStore } from '../../storage/memoryStore.js';
+import { MemoryStorage } from '../../storage/memory/memoryStorage.js';
 import type { Upstream } from '../../upstream/client.js';
 import type { Reflector } from '../../upstream/reflector.js';
 import { farmPodDefinition, FarmPodSource } from './farmpod.js';
@@ -14,10 +14,15 @@ export interface ResourceContext {
   /** The core API, when there is one: resources that mirror it need it. */
   upstream?: Upstream;
   log?: FastifyBaseLogger;
+  now?: () => Date;
+  /** Names for generateName (default: prefix + 5 random characters); tests make collisions with it. */
+  generateName?: (prefix: string) => string;
 }
 
 export interface Resources {
   definitions: ResourceDefinition[];
+  /** The backends of the stored resources, by plural (tests and benchmarks reach past the API with them). */
+  stores: Map<string, MemoryStorage>;
   /** Upstream caches to start, stop and report in /readyz. */
   reflectors: { name: string; reflector: Reflector }[];
   /** Resources left out, and why (logged at start-up). */
@@ -25,10 +30,11 @@ export interface Resources {
 }
 
 export function buildResources(ctx: ResourceContext): Resources {
-  const llamas = new MemoryStore({ groupResource: { group: 'farm.example.com', resource: 'llamas' }, historyLimit: ctx.watchHistory, garbageCollection: ctx.garbageCollection });
-  const out: Resources = { definitions: [llamaDefinition(llamas)], reflectors: [], omitted: [] };
+  const llamas = new MemoryStorage({ historyLimit: ctx.watchHistory });
+  const strategy = { garbageCollection: ctx.garbageCollection, now: ctx.now ?? (() => new Date()), generateName: ctx.generateName };
+  const out: Resources = { definitions: [llamaDefinition(llamas, strategy)], stores: new Map([['llamas', llamas]]), reflectors: [], omitted: [] };
   if (ctx.upstream && ctx.log) {
-    const farmPods = new FarmPodSource(ctx.upstream, llamas.cache, ctx.log, ctx.watchHistory);
+    const farmPods = new FarmPodSource(ctx.upstream, llamas.view, ctx.log, ctx.watchHistory);
     out.definitions.push(farmPodDefinition(farmPods));
     out.reflectors.push({ name: 'farmpod-cache', reflector: farmPods.reflector });
   } else {

@@ -1,7 +1,11 @@
 // The Llama resource: schema (with descriptions and defaults), printer columns, and its definition.
 import { z } from 'zod';
-import type { Provider, ResourceDefinition } from '../resource.js';
-import { docs, int64, kindSchema } from '../../apimachinery/schemas.js';
+import type { Storage } from '../../storage/interfaces.js';
+import { Store } from '../generic/store.js';
+import type { Strategy } from '../generic/strategy.js';
+import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
+import { docs, int64 } from '../../apimachinery/schema/metav1.js';
+import { kindSchema } from '../../apimachinery/schema/kind.js';
 import { ageCell } from '../tableCells.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 
@@ -48,7 +52,13 @@ function stringOrNull(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
 }
 
-export function llamaDefinition(provider: Provider): ResourceDefinition {
+/** Llamas are stored by us: every verb, Kubernetes write semantics from the generic store. */
+export function llamaDefinition(storage: Storage, strategy: Strategy): ResourceDefinition {
+  const def = llamaDescriptor();
+  return { ...def, rest: new Store(def, storage, strategy) };
+}
+
+export function llamaDescriptor(): ResourceDescriptor {
   return {
     group: LLAMA_GROUP,
     version: LLAMA_VERSION,
@@ -71,6 +81,5 @@ export function llamaDefinition(provider: Provider): ResourceDefinition {
     fieldSelectors: {
       'spec.color': (o) => stringOrNull(spec(o).color) ?? undefined,
     },
-    provider,
   };
 }

@@ -1,34 +1,9 @@
 // Current objects + a bounded history of changes + watcher fan-out: the read side that both the
 // stored resources (Llama) and cached upstream resources (FarmPod) serve list and watch from.
 import type { KubeObject } from '../../apimachinery/types.js';
+import type { CacheView, Change, Entry, WatchItem, Watcher } from '../interfaces.js';
+import { makeEntry } from '../objects.js';
 import { SortedKeys } from './sortedKeys.js';
-
-export interface Entry {
-  readonly key: string;
-  /** Never mutated after it is stored. */
-  readonly object: KubeObject;
-  /** JSON of `object`, made once per write so lists and watch events are built from ready bytes. */
-  readonly json: string;
-  readonly rv: number;
-}
-
-export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
-
-export interface Change {
-  readonly type: ChangeType;
-  readonly rv: number;
-  /** For DELETED: the last state, stamped with the deletion's resourceVersion. */
-  readonly entry: Entry;
-  readonly prev?: Entry;
-}
-
-export function makeEntry(key: string, object: KubeObject, rv: number): Entry {
-  return { key, object, json: JSON.stringify(object), rv };
-}
-
-export function objectKey(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
-}
 
 /** Thrown when a requested resourceVersion is older than the history kept. */
 export class TooOldError extends Error {
@@ -37,11 +12,8 @@ export class TooOldError extends Error {
   }
 }
 
-export type WatchItem =
-  | { type: ChangeType; entry: Entry }
-  | { type: 'INITIAL_END' | 'BOOKMARK'; rv: number };
-
-export interface WatchOptions {
+/** The cache's own watch request (the storage-level one names its predicate). */
+export interface CacheWatchOptions {
   /** Only changes after this RV; undefined = start now. */
   fromRV?: number;
   /** Emit the current matching objects as ADDED first (RV unset or "0", or sendInitialEvents). */
@@ -55,7 +27,7 @@ export interface WatchOptions {
   capacity: number;
 }
 
-export class CacheWatcher {
+export class CacheWatcher implements Watcher {
   private readonly backlog: WatchItem[] = [];
   private backlogPos = 0;
   private readonly queue: WatchItem[] = [];
@@ -65,7 +37,7 @@ export class CacheWatcher {
 
   constructor(
     private readonly owner: ObjectCache,
-    readonly opts: WatchOptions,
+    readonly opts: CacheWatchOptions,
     initial: WatchItem[],
   ) {
     this.backlog = initial;
@@ -129,7 +101,7 @@ export class CacheWatcher {
 }
 
 /** A selector-filtered watch sees an object entering/leaving the selection as ADDED/DELETED, as upstream does. */
-function translate(c: Change, opts: WatchOptions): WatchItem | undefined {
+function translate(c: Change, opts: CacheWatchOptions): WatchItem | undefined {
   const { prefix, matches } = opts;
   if (prefix && !c.entry.key.startsWith(prefix)) return undefined;
   if (!matches) return { type: c.type, entry: c.entry };
@@ -148,7 +120,7 @@ function restamp(e: Entry, rv: number): Entry {
   return makeEntry(e.key, { ...e.object, metadata: { ...e.object.metadata, resourceVersion: String(rv) } }, rv);
 }
 
-export class ObjectCache {
+export class ObjectCache implements CacheView {
   private readonly objects = new Map<string, Entry>();
   private readonly keys = new SortedKeys();
   private history: Change[] = [];
@@ -264,7 +236,7 @@ export class ObjectCache {
     }
   }
 
-  watch(opts: WatchOptions): CacheWatcher {
+  watch(opts: CacheWatchOptions): CacheWatcher {
     const initial: WatchItem[] = [];
     if (opts.fromRV !== undefined) {
       this.checkRV(opts.fromRV);

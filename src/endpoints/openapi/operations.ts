@@ -1,16 +1,11 @@
-// OpenAPI v3 (per group-version, with the /openapi/v3 index) and v2 (Swagger 2.0) documents built
-// from the resource definitions' zod schemas, shaped like what kube-apiserver publishes for CRDs
-// (apiextensions-apiserver's controller/openapi/builder). Computed once at registration.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { OpenApiBuilder, type OperationObject, type ParameterObject, type PathItemObject, type SchemaObject } from 'openapi3-ts/oas30';
-import { etagMatches, sha512Hex } from './discovery.js';
-import { parseAccept } from './negotiation.js';
-import { verbsOf, type ResourceDefinition, type Verb } from '../registry/resource.js';
-import {
-  SCHEMA_REF_PREFIX, docs, kindSchemaName, metaV1, registerKind, registeredJsonSchemas, schemaClosure, schemaIdOf,
-  type JsonSchema,
-} from '../apimachinery/schemas.js';
-import { errors } from '../apimachinery/status.js';
+// The OpenAPI operation data, as kube-apiserver publishes it for CRDs: operation ids and tags
+// (kube-openapi's naming), query/path parameters, and each action's request and responses.
+// Format-neutral: builders.ts renders it as v3 and v2.
+import type { ParameterObject } from 'openapi3-ts/oas30';
+import { verbsOf, type ResourceDefinition, type Verb } from '../../registry/resource.js';
+import { docs } from '../../apimachinery/schema/metav1.js';
+import { metaV1 } from '../../apimachinery/schema/registry.js';
+import { PATCH_CONTENT_TYPES } from '../mediaTypes.js';
 
 // ---- names, as kube-openapi / apiserver derive them ----
 
@@ -36,7 +31,7 @@ export function operationId(verb: string, group: string, version: string, rest: 
   return verb + g + toValidOperationId(version, true) + toValidOperationId(rest, true);
 }
 
-function tagOf(group: string, version: string): string {
+export function tagOf(group: string, version: string): string {
   return `${toValidOperationId(group.replace(/\.k8s\.io$/, ''), false)}_${toValidOperationId(version, false)}`;
 }
 
@@ -75,7 +70,7 @@ const listParams = ['allowWatchBookmarks', 'continue', 'fieldSelector', 'labelSe
 const deleteParams = ['dryRun', 'gracePeriodSeconds', 'orphanDependents', 'propagationPolicy'];
 const writeParams = ['dryRun', 'fieldManager', 'fieldValidation'];
 
-function paramsFor(action: string): ParameterObject[] {
+export function paramsFor(action: string): ParameterObject[] {
   const p = [queryParam('pretty')];
   switch (action) {
     case 'list': return [...p, ...listParams.map((n) => queryParam(n))];
@@ -94,54 +89,6 @@ const namespaceParam: ParameterObject = {
 const nameParam = (kind: string): ParameterObject => ({
   name: 'name', in: 'path', required: true, description: `name of the ${kind}`, schema: { type: 'string', uniqueItems: true },
 });
-
-/** Patch content types we implement. Strategic merge patch is deliberately absent: kubectl would send one. */
-export const PATCH_CONTENT_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'];
-
-// ---- the documents ----
-
-interface GroupVersion { group: string; version: string; defs: ResourceDefinition[] }
-
-function groupVersions(defs: ResourceDefinition[]): GroupVersion[] {
-  const out = new Map<string, GroupVersion>();
-  for (const def of defs) {
-    const key = `${def.group}/${def.version}`;
-    if (!out.has(key)) out.set(key, { group: def.group, version: def.version, defs: [] });
-    out.get(key)!.defs.push(def);
-  }
-  return [...out.values()];
-}
-
-const ref = (name: string) => ({ $ref: `${SCHEMA_REF_PREFIX}${name}` });
-const listKind = (def: ResourceDefinition) => `${def.kind}List`;
-
-function kindName(def: ResourceDefinition): string {
-  let id = schemaIdOf(def.schema);
-  if (!id) {
-    registerKind({ group: def.group, version: def.version, kind: def.kind }, def.schema, def.description);
-    id = kindSchemaName(def);
-  }
-  return id;
-}
-
-function listSchema(def: ResourceDefinition, itemName: string): JsonSchema {
-  return {
-    description: `${listKind(def)} is a list of ${def.kind}`,
-    type: 'object',
-    properties: {
-      apiVersion: { description: docs.apiVersion, type: 'string' },
-      items: {
-        description: `List of ${def.plural}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md`,
-        type: 'array',
-        items: ref(itemName),
-      },
-      kind: { description: docs.kind, type: 'string' },
-      metadata: { description: docs.listMetadata, allOf: [ref(metaV1('ListMeta'))] },
-    },
-    required: ['items'],
-    'x-kubernetes-group-version-kind': [{ group: def.group, kind: listKind(def), version: def.version }],
-  };
-}
 
 type Action = 'list' | 'post' | 'deletecollection' | 'get' | 'put' | 'patch' | 'delete';
 
@@ -195,7 +142,7 @@ function itemOps(def: ResourceDefinition, kindRef: string): OpSpec[] {
 /** A format-neutral description of one resource's paths; v3 and v2 are rendered from it. */
 interface PathSpec { path: string; pathParams: ParameterObject[]; ops: (OpSpec & { operationId: string })[] }
 
-function pathsOf(def: ResourceDefinition, kindRef: string, listRef: string): PathSpec[] {
+export function pathsOf(def: ResourceDefinition, kindRef: string, listRef: string): PathSpec[] {
   const verbs = new Set(verbsOf(def));
   const base = `/apis/${def.group}/${def.version}`;
   const ns = def.namespaced ? 'Namespaced' : '';
@@ -218,180 +165,4 @@ function pathsOf(def: ResourceDefinition, kindRef: string, listRef: string): Pat
   const items = withIds(itemOps(def, kindRef));
   if (items.length) out.push({ path: `${root}/{name}`, pathParams: [nameParam(def.kind), ...rootParams], ops: items });
   return out;
-}
-
-function gvk(def: ResourceDefinition) { return { group: def.group, version: def.version, kind: def.kind }; }
-
-export interface BuiltDocument { json: Buffer; hash: string }
-
-/** Each kind's schema and List schema, and every schema the documents must carry (v2 and v3 alike). */
-function documentSchemas(defs: ResourceDefinition[]) {
-  const extra: Record<string, JsonSchema> = {};
-  const roots: string[] = [metaV1('Status'), metaV1('DeleteOptions'), metaV1('Patch')];
-  const kinds = defs.map((def) => {
-    const kindRef = kindName(def);
-    const listRef = kindSchemaName({ ...gvk(def), kind: listKind(def) });
-    extra[listRef] = listSchema(def, kindRef);
-    roots.push(kindRef);
-    return { def, kindRef, listRef };
-  });
-  const schemas = { ...registeredJsonSchemas(), ...extra };
-  return { kinds, schemas, schemaNames: schemaClosure([...roots, ...Object.keys(extra)], schemas) };
-}
-
-/** The OpenAPI 3.0 document of one group-version. */
-export function buildOpenApiV3(group: string, version: string, defs: ResourceDefinition[]): Record<string, unknown> {
-  const { kinds, schemaNames, schemas } = documentSchemas(defs);
-  const b = OpenApiBuilder.create()
-    .addOpenApiVersion('3.0.0')
-    .addInfo({ title: 'Kubernetes', version: 'unversioned' });
-
-  for (const { def, kindRef, listRef } of kinds) {
-    for (const p of pathsOf(def, kindRef, listRef)) {
-      const item: PathItemObject = {};
-      for (const o of p.ops) {
-        const op: OperationObject = {
-          description: o.description,
-          operationId: o.operationId,
-          tags: [tagOf(group, version)],
-          parameters: [...p.pathParams, ...paramsFor(o.action)],
-          responses: {
-            ...Object.fromEntries(Object.entries(o.responses).map(([code, r]) => {
-              const contentTypes = o.action === 'list' ? ['application/json', 'application/json;stream=watch'] : ['application/json'];
-              return [code, { description: r.description, content: Object.fromEntries(contentTypes.map((ct) => [ct, { schema: ref(r.schema) }])) }];
-            })),
-            401: { description: 'Unauthorized' },
-          },
-          'x-kubernetes-action': o.action,
-          'x-kubernetes-group-version-kind': gvk(def),
-        };
-        if (o.request) {
-          op.requestBody = {
-            content: Object.fromEntries(o.request.contentTypes.map((ct) => [ct, { schema: ref(o.request!.schema) }])),
-            required: o.request.required,
-          };
-        }
-        item[o.method] = op;
-      }
-      b.addPath(p.path, item);
-    }
-  }
-  for (const name of schemaNames) b.addSchema(name, schemas[name] as SchemaObject);
-  return b.getSpec() as unknown as Record<string, unknown>;
-}
-
-/** Rewrites a v3 schema into Swagger 2.0: #/definitions refs, no `nullable` (x-nullable instead). */
-function toV2Schema(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(toV2Schema);
-  if (!node || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) {
-    if (k === '$ref' && typeof v === 'string') out.$ref = v.replace(SCHEMA_REF_PREFIX, '#/definitions/');
-    else if (k === 'nullable') { if (v === true) out['x-nullable'] = true; }
-    else out[k] = toV2Schema(v);
-  }
-  return out;
-}
-
-/** The Swagger 2.0 document for all our group-versions (what the aggregator merges into the cluster's /openapi/v2). */
-export function buildOpenApiV2(defs: ResourceDefinition[]): Record<string, unknown> {
-  const { kinds, schemaNames, schemas } = documentSchemas(defs);
-  const paths: Record<string, unknown> = {};
-  for (const { def, kindRef, listRef } of kinds) {
-    for (const p of pathsOf(def, kindRef, listRef)) {
-      const item: Record<string, unknown> = {};
-      for (const o of p.ops) {
-        const params: Record<string, unknown>[] = [...p.pathParams, ...paramsFor(o.action)].map((prm) => {
-          const s = prm.schema as { type: string };
-          const v2: Record<string, unknown> = { name: prm.name, in: prm.in, type: s.type, uniqueItems: true };
-          if (prm.description) v2.description = prm.description;
-          if (prm.required) v2.required = true;
-          return v2;
-        });
-        if (o.request) {
-          params.unshift({ name: 'body', in: 'body', required: o.request.required, schema: { $ref: `#/definitions/${o.request.schema}` } });
-        }
-        item[o.method] = {
-          description: o.description,
-          operationId: o.operationId,
-          tags: [tagOf(def.group, def.version)],
-          consumes: o.request ? o.request.contentTypes : ['*/*'],
-          produces: o.action === 'list' ? ['application/json', 'application/json;stream=watch'] : ['application/json'],
-          schemes: ['https'],
-          parameters: params,
-          responses: {
-            ...Object.fromEntries(Object.entries(o.responses).map(([code, r]) => [code, { description: r.description, schema: { $ref: `#/definitions/${r.schema}` } }])),
-            401: { description: 'Unauthorized' },
-          },
-          'x-kubernetes-action': o.action,
-          'x-kubernetes-group-version-kind': gvk(def),
-        };
-      }
-      paths[p.path] = item;
-    }
-  }
-  const definitions: Record<string, unknown> = {};
-  for (const name of schemaNames) definitions[name] = toV2Schema(schemas[name]);
-  return { swagger: '2.0', info: { title: 'Kubernetes', version: 'unversioned' }, paths, definitions };
-}
-
-function built(doc: unknown): BuiltDocument {
-  const json = Buffer.from(JSON.stringify(doc));
-  return { json, hash: sha512Hex(json) };
-}
-
-// ---- serving ----
-
-function acceptsJson(accept: string | undefined): boolean {
-  return parseAccept(accept).some((r) =>
-    (r.type === 'application' && (r.subtype === 'json' || r.subtype === '*')) || (r.type === '*' && r.subtype === '*'));
-}
-
-function sendDoc(req: FastifyRequest, reply: FastifyReply, doc: BuiltDocument, lastModified: string): FastifyReply {
-  const etag = `"${doc.hash}"`;
-  reply.header('ETag', etag).header('Last-Modified', lastModified);
-  if (etagMatches(req.headers['if-none-match'], etag)) return reply.code(304).send();
-  return reply.code(200).header('Content-Type', 'application/json').send(doc.json);
-}
-
-export function v3Url(group: string, version: string, hash: string): string {
-  return `/openapi/v3/apis/${group}/${version}?hash=${hash}`;
-}
-
-export function registerOpenApiRoutes(app: FastifyInstance, defs: ResourceDefinition[]): void {
-  const lastModified = new Date().toUTCString();
-  const gvs = groupVersions(defs).map((gv) => ({ ...gv, doc: built(buildOpenApiV3(gv.group, gv.version, gv.defs)) }));
-  const index = built({
-    paths: Object.fromEntries(gvs.map((gv) => [`apis/${gv.group}/${gv.version}`, { serverRelativeURL: v3Url(gv.group, gv.version, gv.doc.hash) }])),
-  });
-  const v2 = built(buildOpenApiV2(defs));
-  const jsonOnly = () => errors.notAcceptable(['application/json']);
-
-  app.get('/openapi/v3', async (req, reply) => sendDoc(req, reply, index, lastModified));
-
-  for (const gv of gvs) {
-    app.get(`/openapi/v3/apis/${gv.group}/${gv.version}`, async (req, reply) => {
-      reply.header('Vary', 'Accept');
-      if (!acceptsJson(req.headers.accept)) throw jsonOnly();
-      const hash = (req.query as Record<string, string | string[] | undefined>).hash;
-      const wanted = Array.isArray(hash) ? hash[0] : hash;
-      if (wanted) {
-        if (wanted !== gv.doc.hash) {
-          reply.header('ETag', `"${gv.doc.hash}"`);
-          return reply.redirect(v3Url(gv.group, gv.version, gv.doc.hash), 301);
-        }
-        reply.header('Cache-Control', 'public, immutable');
-        reply.header('Expires', new Date(Date.now() + 365 * 24 * 3600 * 1000).toUTCString());
-      }
-      return sendDoc(req, reply, gv.doc, lastModified);
-    });
-  }
-  app.get('/openapi/v3/*', async () => { throw errors.pathNotFound(); });
-
-  app.get('/openapi/v2', async (req, reply) => {
-    reply.header('Vary', 'Accept');
-    // kubectl asks for protobuf only (application/com.github.proto-openapi.spec.v2@v1.0+protobuf), which we don't serve.
-    if (!acceptsJson(req.headers.accept)) throw jsonOnly();
-    return sendDoc(req, reply, v2, lastModified);
-  });
 }

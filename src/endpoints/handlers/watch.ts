@@ -1,60 +1,50 @@
 // Watch responses: newline-delimited {"type","object"} events over chunked HTTP, fed by a
-// CacheWatcher's bounded queue so a slow client never blocks writers or other watchers.
-import { drained } from './bodyBuilder.js';
-import { isHttp2 } from './protocol.js';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TooOldError, type CacheWatcher, type ObjectCache, type WatchItem } from '../storage/cacher/objectCache.js';
-import type { ListOptions } from './listOptions.js';
-import { parseRV } from './listOptions.js';
-import type { Output } from './negotiation.js';
-import { waitUntilFresh, type Selection } from './query.js';
-import { apiVersionOf, type ResourceDefinition } from '../registry/resource.js';
-import { errors } from '../apimachinery/status.js';
-import { partialObjectMetadata, table, type IncludeObject } from './table.js';
+// storage Watcher's bounded queue so a slow client never blocks writers or other watchers.
+import type { FastifyReply } from 'fastify';
+import { ApiError } from '../../apimachinery/status.js';
+import type { ListOptions } from '../../apimachinery/options.js';
+import { apiVersionOf, type ResourceDefinition } from '../../registry/resource.js';
+import type { RequestContext } from '../../registry/rest.js';
+import type { Watcher, WatchItem } from '../../storage/interfaces.js';
+import { drained } from '../bodyBuilder.js';
+import { one } from '../listOptions.js';
+import { negotiate, type Output } from '../negotiation.js';
+import { isHttp2 } from '../protocol.js';
+import { parseIncludeObject, partialObjectMetadata, table, type IncludeObject } from '../table.js';
+import type { Req, RequestScope } from './scope.js';
 
 export interface WatchSettings {
   /** Buffered events per watcher before it is closed for falling behind. */
   queueCapacity: number;
   bookmarkIntervalMs: number;
   /** Open watch streams, so shutdown can end them cleanly. */
-  registry: Set<CacheWatcher>;
+  registry: Set<Watcher>;
 }
 
 interface WatchRequest {
   def: ResourceDefinition;
-  cache: ObjectCache;
-  sel: Selection;
-  listOpts: ListOptions;
   out: Output;
   includeObject: IncludeObject;
-  settings: WatchSettings;
 }
 
-export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: WatchRequest): Promise<FastifyReply> {
-  const { listOpts, cache, sel } = w;
-  const rv = parseRV(listOpts.resourceVersion);
-  const initial = listOpts.sendInitialEvents ?? (rv === undefined || rv === 0);
-  // A resume point this server has not reached yet (the future, or another process's): wait, then 504.
-  if (!initial) await waitUntilFresh(cache, listOpts.resourceVersion);
-  // The client may have gone while authentication/authorization awaited: subscribe nothing then.
+export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyReply, ctx: RequestContext, listOpts: ListOptions): Promise<FastifyReply> {
+  const w: WatchRequest = { def: scope.def, out: negotiate(req.headers.accept, 'watch'), includeObject: parseIncludeObject(one(req.query, 'includeObject')) };
+  const settings = scope.opts.watch;
+  let watcher: Watcher | undefined;
+  let tooOld: ApiError | undefined;
+  try {
+    // A resume point this server has not reached yet (the future, or another replica's) waits, then 504.
+    watcher = await scope.rest().watch(ctx, listOpts, settings.queueCapacity);
+  } catch (e) {
+    // Too old: a 200 whose one event is the 410 Status (the watch cache answers so).
+    if (!(e instanceof ApiError && e.code === 410)) throw e;
+    tooOld = e;
+  }
+  // The client may have gone while authentication/authorization awaited: keep nothing open then.
   if (req.raw.socket.destroyed) {
+    watcher?.close();
     reply.hijack();
     return reply;
-  }
-  let watcher: CacheWatcher | undefined;
-  let tooOld: TooOldError | undefined;
-  try {
-    watcher = cache.watch({
-      fromRV: initial ? undefined : rv,
-      initialState: initial,
-      initialEndMarker: listOpts.sendInitialEvents === true,
-      prefix: sel.prefix,
-      matches: sel.matches,
-      capacity: w.settings.queueCapacity,
-    });
-  } catch (e) {
-    if (!(e instanceof TooOldError)) throw e;
-    tooOld = e;
   }
 
   reply.hijack();
@@ -63,11 +53,11 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
   res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...(isHttp2(req.raw) ? {} : { 'Transfer-Encoding': 'chunked' }) });
   res.flushHeaders();
   if (tooOld || !watcher) {
-    res.end(line('ERROR', JSON.stringify(errors.expired(tooOld!.message).toStatus())));
+    res.end(line('ERROR', JSON.stringify(tooOld!.toStatus())));
     return reply;
   }
   const open = watcher;
-  w.settings.registry.add(open);
+  settings.registry.add(open);
   const encode = encoder(w);
   // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
   // A negative timeout is a context already expired upstream: the watch ends at once.
@@ -75,7 +65,7 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
   const seconds = t === undefined || t === 0 ? 1800 * (1 + Math.random()) : Math.max(t, 0);
   const timer = setTimeout(() => open.close(), Math.min(seconds * 1000, 2 ** 31 - 1));
   const bookmarks = listOpts.allowWatchBookmarks
-    ? setInterval(() => { if (open.pending() === 0) open.requestBookmark(); }, w.settings.bookmarkIntervalMs)
+    ? setInterval(() => { if (open.pending() === 0) open.requestBookmark(); }, settings.bookmarkIntervalMs)
     : undefined;
   const stop = () => open.close();
   res.on('close', stop);
@@ -99,7 +89,7 @@ export async function serveWatch(req: FastifyRequest, reply: FastifyReply, w: Wa
     socket.off('close', stop);
     clearTimeout(timer);
     if (bookmarks) clearInterval(bookmarks);
-    w.settings.registry.delete(open);
+    settings.registry.delete(open);
     open.close();
     if (!res.destroyed) res.end();
   }

@@ -1,10 +1,10 @@
-// JSON merge patch (RFC 7386) and JSON patch (RFC 6902) with kube-apiserver's exact behaviour.
+// JSON patch (RFC 6902) with kube-apiserver's exact behaviour.
 //
-// kube-apiserver (handlers/patch.go, jsonPatcher.applyJSPatch) applies both with
-// gopkg.in/evanphx/json-patch.v4, whose semantics differ from the RFCs in places kubectl users
+// kube-apiserver (handlers/patch.go, jsonPatcher.applyJSPatch) applies it with
+// gopkg.in/evanphx/json-patch.v4, whose semantics differ from the RFC in places kubectl users
 // can observe (replace of a missing object member adds it, copy from a missing member copies null,
-// negative array indices, null patches, ...). Both functions below are faithful ports of that
-// library and of the handler's error mapping, checked against the real Go code:
+// negative array indices, null patches, ...). jsonPatch is a faithful port of that library and of
+// the handler's error mapping, checked against the real Go code:
 //   - a body that does not decode         → 400 BadRequest (message depends on ?fieldValidation)
 //   - more than 10000 operations          → 413 RequestEntityTooLarge
 //   - an operation that does not apply    → 422 Invalid "the server rejected our request due to an
@@ -13,16 +13,10 @@
 // Inputs are never mutated. Object members are always created as own data properties, so a
 // "__proto__" member is an ordinary key (as in Go and JSON.parse) and never reaches a prototype.
 
-import { cloneJson, getOwn, isJsonObject, jsonByteSize, jsonEqual, pruneNulls, setOwn, stringifyJson, type Json, type JsonObject } from './jsonValue.js';
-import { ApiError, FieldError, errors, type StatusCause } from './status.js';
-
-/** The ?fieldValidation= of the request. kube-apiserver defaults to Warn; kubectl sends Strict. */
-export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
-
-export interface PatchOptions {
-  /** Decides how the body is decoded (and so which 400 message a malformed body gets). Default Warn. */
-  fieldValidation?: FieldValidation;
-}
+import { cloneJson as clone, getOwn, isJsonObject as isObject, jsonByteSize, jsonEqual, setOwn, type Json, type JsonObject } from './jsonValue.js';
+import { ApiError, errors, type StatusCause } from './status.js';
+import { atoi, goJsonType } from './goCompat.js';
+import { strictDecodingError, type PatchOptions } from './fieldValidation.js';
 
 export interface JsonPatchOutcome {
   /** The patched document (a fresh value; may be an array if the patch replaced the root with one). */
@@ -45,20 +39,6 @@ export const JSON_PATCH_MAX_COPY_BYTES = 3 * 1024 * 1024;
 // ---------------------------------------------------------------------------------------------
 
 const hasOwn = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
-const isObject = isJsonObject;
-const clone = cloneJson;
-
-/** The name encoding/json gives a JSON value's type in UnmarshalTypeError. */
-function goJsonType(v: unknown): string {
-  if (Array.isArray(v)) return 'array';
-  if (v === null) return 'null';
-  switch (typeof v) {
-    case 'object': return 'object';
-    case 'string': return 'string';
-    case 'boolean': return 'bool';
-    default: return 'number';
-  }
-}
 
 /** A patch operation that does not apply: what NewGenericServerResponse(422, ...) makes of it. */
 function notApplicable(reason: string, causes?: StatusCause[]): ApiError {
@@ -76,67 +56,6 @@ class CopyLimitExceeded extends PatchFailure {
   }
 }
 const fail = (reason: string): never => { throw new PatchFailure(reason); };
-
-/** json.Marshal of the value as Go prints it: object keys sorted, <, >, & and U+2028/9 escaped. */
-export function goJSON(v: unknown): string {
-  return stringifyJson(v ?? null, { sortKeys: true, escapeHtml: true });
-}
-
-/**
- * The 422 kube-apiserver answers when strict field validation fails for a patch:
- * ` "" is invalid: patch: Invalid value: "<patched JSON>": strict decoding error: <e1>, <e2>`.
- */
-export function strictDecodingError(patched: unknown, strictErrors: readonly string[]): ApiError {
-  return errors.invalid({ group: '', kind: '' }, '', [
-    FieldError.invalid('patch', goJSON(patched), `strict decoding error: ${strictErrors.join(', ')}`),
-  ]);
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON merge patch (evanphx/json-patch.v4 MergePatch)
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Applies a JSON merge patch as kube-apiserver does. RFC 7386 semantics (null deletes, objects
- * merge recursively, anything else replaces), except at the top level, where — like upstream —
- * a null or scalar patch is a 400 (`Invalid JSON Patch`, or with Warn/Strict a decoding error)
- * and an array is returned as is (so that decoding it into an object then fails). Nulls nested in
- * a value that is inserted (rather than merged) are pruned from its objects, as upstream does.
- */
-export function applyMergePatch(target: unknown, patch: unknown, opts: PatchOptions = {}): unknown {
-  const fv = opts.fieldValidation ?? 'Warn';
-  if ((fv === 'Strict' || fv === 'Warn') && patch !== null && !isObject(patch)) {
-    throw errors.badRequest(`error decoding patch: json: cannot unmarshal ${goJsonType(patch)} into Go value of type map[string]interface {}`);
-  }
-  if (isObject(patch)) {
-    if (!isObject(target)) return pruneNulls(clone(patch));
-    const doc = clone(target) as JsonObject;
-    mergeDocs(doc, patch);
-    return doc;
-  }
-  if (Array.isArray(patch)) return pruneNulls(clone(patch));
-  throw errors.badRequest('Invalid JSON Patch');
-}
-
-function mergeDocs(doc: JsonObject, patch: JsonObject): void {
-  for (const k of Object.keys(patch)) {
-    const v = patch[k];
-    if (v === null || v === undefined) {
-      delete doc[k]; // delete only ever removes an own property
-      continue;
-    }
-    const cur = getOwn(doc, k);
-    if (cur === undefined || cur === null) setOwn(doc, k, pruneNulls(clone(v)));
-    else setOwn(doc, k, merge(cur, v));
-  }
-}
-
-function merge(cur: Json, patch: Json): Json {
-  if (!isObject(cur)) return pruneNulls(clone(patch));
-  if (!isObject(patch)) return clone(patch); // upstream does not prune here
-  mergeDocs(cur, patch);
-  return cur;
-}
 
 // ---------------------------------------------------------------------------------------------
 // JSON patch (evanphx/json-patch.v4 Patch.Apply, behind handlers.jsonPatcher.applyJSPatch)
@@ -210,14 +129,6 @@ export function applyJsonPatch(
 
 /** A container of the document: an object or an array, addressed by a decoded reference token. */
 type Container = JsonObject | Json[];
-
-/** strconv.Atoi: optional sign, decimal digits, int64 range. */
-function atoi(key: string): number | undefined {
-  if (!/^[+-]?[0-9]+$/.test(key)) return undefined;
-  const n = BigInt(key);
-  if (n > 9223372036854775807n || n < -9223372036854775808n) return undefined;
-  return Number(n);
-}
 
 const decodeKey = (k: string) => k.replace(/~[01]/g, (m) => (m === '~1' ? '/' : '~'));
 

@@ -1,0 +1,107 @@
+// The Reader of the storage contract served from an ObjectCache (the watch cache): gets, lists at
+// one resourceVersion with continue tokens and limits, watches from any RV still in its window.
+import { errors } from '../../apimachinery/status.js';
+import { parseRV } from '../../apimachinery/resourceVersion.js';
+import { decodeContinue, encodeContinue, TOO_OLD_CONTINUE } from '../continueToken.js';
+import { storageErrors } from '../errors.js';
+import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchOptions } from '../interfaces.js';
+import { TooOldError, type ObjectCache } from './objectCache.js';
+
+/** How long a read waits for a resourceVersion the cache has not reached (the watch cache's 3 s). */
+export const FRESHNESS_WAIT_MS = 3000;
+
+export class CacheReader implements Reader {
+  constructor(
+    private readonly cache: ObjectCache,
+    private readonly whyUnavailable: () => string | undefined = () => undefined,
+  ) {}
+
+  get resourceVersion(): number { return this.cache.resourceVersion; }
+
+  unavailable(): string | undefined { return this.whyUnavailable(); }
+
+  async waitUntilFresh(resourceVersion: string): Promise<void> {
+    const rv = parseRV(resourceVersion);
+    if (rv === undefined || rv <= this.cache.resourceVersion) return;
+    // The message quotes the client's digits: past 2^53 the number itself is not exact.
+    if (!(await this.cache.waitUntilFresh(rv, FRESHNESS_WAIT_MS))) {
+      throw storageErrors.tooLargeResourceVersion(resourceVersion, this.cache.resourceVersion);
+    }
+  }
+
+  async get(key: string, resourceVersion = ''): Promise<Entry | undefined> {
+    if (resourceVersion) await this.waitUntilFresh(resourceVersion);
+    return this.cache.get(key);
+  }
+
+  /** A list as of one resourceVersion, paginated like the etcd3 storage: keys in order, continue = last key + rv. */
+  async list(opts: ListOptions): Promise<ListResult> {
+    const { predicate } = opts;
+    const cache = this.cache;
+    let atRV: number | undefined;
+    let startAfter: string | undefined;
+    if (opts.continue) {
+      // The token carries its own resourceVersion (etcd3 store.GetList).
+      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
+      const c = decodeContinue(opts.continue, opts.prefix);
+      if (c.rv < cache.oldestRV) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
+      atRV = c.rv;
+      startAfter = c.startAfter;
+    } else {
+      const rv = parseRV(opts.resourceVersion);
+      await this.waitUntilFresh(opts.resourceVersion);
+      if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
+        if (rv < cache.oldestRV) throw storageErrors.tooOld(rv, cache.oldestRV);
+        atRV = rv;
+      }
+    }
+    const listRV = atRV ?? cache.resourceVersion;
+    let candidates: Entry[];
+    if (predicate.onlyKey !== undefined && atRV === undefined) {
+      const e = cache.get(predicate.onlyKey);
+      candidates = e && (startAfter === undefined || e.key > startAfter) ? [e] : [];
+    } else {
+      candidates = this.cacheRead(() => cache.list({ prefix: opts.prefix, atRV, startAfter }));
+    }
+    const limit = opts.limit > 0 ? opts.limit : Infinity;
+    const matches = predicate.matches;
+    // Nothing to filter or cut: the candidates are the list (a fresh array from the cache, not copied again).
+    if (!matches && candidates.length <= limit) return { items: candidates, resourceVersion: listRV };
+    const items: Entry[] = [];
+    let i = 0;
+    for (; i < candidates.length && items.length < limit; i++) {
+      if (!matches || matches(candidates[i].object)) items.push(candidates[i]);
+    }
+    const result: ListResult = { items, resourceVersion: listRV };
+    if (items.length === limit && i < candidates.length) {
+      const more = matches ? candidates.slice(i).some((e) => matches(e.object)) : true;
+      if (more) {
+        result.continue = encodeContinue(listRV, items[items.length - 1].key);
+        // etcd can count what remains only when no selector filters it; upstream omits it otherwise.
+        if (!matches) result.remainingItemCount = candidates.length - i;
+      }
+    }
+    return result;
+  }
+
+  async watch(opts: WatchOptions): Promise<Watcher> {
+    return this.cacheRead(() => this.cache.watch({
+      fromRV: opts.fromRV,
+      initialState: opts.initialState,
+      initialEndMarker: opts.initialEndMarker,
+      prefix: opts.prefix,
+      matches: opts.predicate.matches,
+      capacity: opts.capacity,
+    }));
+  }
+
+  /** The cache's own "too old" becomes the storage contract's. */
+  private cacheRead<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (e) {
+      if (e instanceof TooOldError) throw storageErrors.tooOld(e.requested, e.oldest);
+      throw e;
+    }
+  }
+}

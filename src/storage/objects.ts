@@ -1,0 +1,58 @@
+// Values every backend stores the same way: entries, keys, the size bound and "nothing changed".
+import { isDeepStrictEqual } from 'node:util';
+import type { KubeObject } from '../apimachinery/types.js';
+import { storageErrors } from './errors.js';
+import type { Entry, Preconditions } from './interfaces.js';
+
+/** The largest object stored, in bytes of JSON: what the largest request body (3 MiB) can carry. */
+export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;
+
+export function makeEntry(key: string, object: KubeObject, rv: number): Entry {
+  return { key, object, json: JSON.stringify(object), rv };
+}
+
+export function objectKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/** The object as stored at `rv` (0 = not stored yet: no resourceVersion at all). */
+export function stamped(key: string, obj: KubeObject, rv: number): Entry {
+  const metadata: KubeObject['metadata'] = { ...obj.metadata, resourceVersion: String(rv) };
+  if (rv === 0) delete metadata.resourceVersion;
+  return makeEntry(key, { ...obj, metadata }, rv);
+}
+
+/**
+ * etcd refuses large values too; here the bound keeps patches from growing an object without end.
+ * Only growth past the bound is refused: an object pushed over it by its deletionTimestamp must
+ * still be able to lose its finalizers.
+ */
+export function checkSize(entry: Entry, prev: Entry | undefined, allowGrowth = false): void {
+  const grows = !prev || entry.json.length > prev.json.length;
+  if (allowGrowth || !grows || entry.json.length <= MAX_OBJECT_BYTES / 3) return;
+  const bytes = Buffer.byteLength(entry.json);
+  if (bytes > MAX_OBJECT_BYTES) {
+    throw storageErrors.tooLarge(`Request entity too large: the object would be ${bytes} bytes of JSON, the limit is ${MAX_OBJECT_BYTES}`);
+  }
+}
+
+/** Equal as stored JSON, ignoring key order and the resourceVersion an update carries. */
+export function sameObject(a: KubeObject, b: KubeObject): boolean {
+  const json = (o: KubeObject) => JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } });
+  const [ja, jb] = [json(a), json(b)];
+  if (ja === jb) return true;
+  // Key order does not change the length: a different length is a different object, without parsing.
+  if (ja.length !== jb.length) return false;
+  return isDeepStrictEqual(JSON.parse(ja), JSON.parse(jb));
+}
+
+/** storage.Preconditions.Check, worded as upstream's. */
+export function checkPreconditions(key: string, current: Entry, p: Preconditions): void {
+  const meta = current.object.metadata;
+  if (p.uid && p.uid !== meta.uid) {
+    throw storageErrors.invalidObj(key, `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${meta.uid ?? ''}`);
+  }
+  if (p.resourceVersion && p.resourceVersion !== meta.resourceVersion) {
+    throw storageErrors.invalidObj(key, `Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${meta.resourceVersion ?? ''}`);
+  }
+}
