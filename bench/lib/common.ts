@@ -76,16 +76,19 @@ export class Child {
     }));
   }
 
-  /** Forks bench/<script> with tsx and waits for its {type:'ready'} message. */
-  static async start(script: string, args: string[] = [], opts: { execArgv?: string[]; silent?: boolean } = {}): Promise<Child> {
+  /**
+   * Forks <bench>/<script> with tsx and waits for its {type:'ready'} message. `tree` (bench/lib/trees.ts)
+   * runs another checkout's copy of the script, from that checkout's root; default: this one.
+   */
+  static async start(script: string, args: string[] = [], opts: { execArgv?: string[]; silent?: boolean; tree?: { label: string; root: string; benchDir: string } } = {}): Promise<Child> {
     // BENCH_CPU_PROF=<dir>: CPU profiles of the server processes (read them with Chrome DevTools).
     const prof = process.env.BENCH_CPU_PROF && script === 'procs/farmServer.ts' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    const proc = fork(join(BENCH_DIR, script), args, {
+    const proc = fork(join(opts.tree?.benchDir ?? BENCH_DIR, script), args, {
       execArgv: ['--import', 'tsx', ...prof, ...(opts.execArgv ?? [])],
-      cwd: REPO_DIR,
+      cwd: opts.tree?.root ?? REPO_DIR,
       stdio: ['ignore', opts.silent ? 'ignore' : 'inherit', 'inherit', 'ipc'],
     });
-    const child = new Child(script, proc);
+    const child = new Child(opts.tree && opts.tree.root !== REPO_DIR ? `${script} @${opts.tree.label}` : script, proc);
     child.info = await child.waitFor('ready');
     return child;
   }

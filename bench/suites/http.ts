@@ -1,5 +1,6 @@
 // Benchmarks 1 and 2: requests/s of GET one llama and LIST 1000 llamas (JSON and Table) through the
 // real HTTPS server, each against a static route on the same fastify instance returning the same bytes.
+// With --baseline, the same requests to the server at that commit join each round.
 import { join } from 'node:path';
 import { Child, median } from '../lib/common.js';
 import type { RunResult } from '../procs/loadgen.js';
@@ -12,6 +13,8 @@ interface Target { path: string; accept: string }
 interface Pair { bench: string; ours: Target; peer: Target; connections: number }
 
 interface Measured extends RunResult { serverCpuPct: number; serverCpuUsPerRequest: number }
+const rps = (m: Measured) => m.rps;
+const cpu = (m: Measured) => m.serverCpuUsPerRequest;
 
 async function measure(srv: Child, lg: Child, ctx: Ctx, t: Target, connections: number, warmupMs: number, durationMs: number): Promise<Measured> {
   const c0 = await srv.call<number>('cpu');
@@ -26,39 +29,45 @@ async function measure(srv: Child, lg: Child, ctx: Ctx, t: Target, connections: 
   return { ...r, serverCpuPct: (100 * (c1 - c0)) / wall, serverCpuUsPerRequest: (1000 * (c1 - c0)) / r.totalRequests };
 }
 
-/** Runs ours and the peer alternately (ABBA…) for `rounds` rounds; the ratio is the median of per-round ratios. */
-async function comparePair(srv: Child, lg: Child, ctx: Ctx, p: Pair, rounds: number, warmupMs: number, durationMs: number) {
-  const ours: Measured[] = [];
-  const peer: Measured[] = [];
-  const ratios: number[] = [];
-  const cpuRatios: number[] = [];
+interface Entry { who: string; srv: Child; t: Target }
+
+/**
+ * Measures every entry once per round for `rounds` rounds, in forward order on even rounds and
+ * reversed on odd ones (ABBA…, or ABC CBA… with a baseline), each after an untimed warm-up.
+ */
+async function interleave(entries: Entry[], lg: Child, ctx: Ctx, connections: number, rounds: number, warmupMs: number, durationMs: number, label: string): Promise<Record<string, Measured[]>> {
+  const got: Record<string, Measured[]> = Object.fromEntries(entries.map((e) => [e.who, []]));
   // Untimed first: the first seconds of a route run colder code (JIT) and would bias round 1.
-  for (const t of [p.ours, p.peer]) await measure(srv, lg, ctx, t, p.connections, 0, warmupMs * 3);
+  for (const e of entries) await measure(e.srv, lg, ctx, e.t, connections, 0, warmupMs * 3);
   for (let r = 0; r < rounds; r++) {
-    const order: ['ours' | 'peer', Target][] = r % 2 === 0 ? [['ours', p.ours], ['peer', p.peer]] : [['peer', p.peer], ['ours', p.ours]];
-    const got: Record<string, Measured> = {};
-    for (const [who, t] of order) got[who] = await measure(srv, lg, ctx, t, p.connections, warmupMs, durationMs);
-    ours.push(got.ours);
-    peer.push(got.peer);
-    ratios.push(got.ours.rps / got.peer.rps);
-    cpuRatios.push(got.ours.serverCpuUsPerRequest / got.peer.serverCpuUsPerRequest);
-    ctx.log(`  ${p.bench} round ${r + 1}: ${got.ours.rps.toFixed(0)} vs ${got.peer.rps.toFixed(0)} req/s (server CPU ${got.ours.serverCpuPct.toFixed(0)}% / ${got.peer.serverCpuPct.toFixed(0)}%, client CPU ${got.ours.clientCpuPct.toFixed(0)}% / ${got.peer.clientCpuPct.toFixed(0)}%)`);
+    const order = r % 2 === 0 ? entries : [...entries].reverse();
+    for (const e of order) got[e.who].push(await measure(e.srv, lg, ctx, e.t, connections, warmupMs, durationMs));
+    const at = (who: string) => got[who][r];
+    ctx.log(`  ${label} round ${r + 1}: ${entries.map((e) => `${e.who} ${at(e.who).rps.toFixed(0)}`).join(' / ')} req/s (server CPU ${entries.map((e) => `${at(e.who).serverCpuPct.toFixed(0)}%`).join(' / ')}, client CPU ${entries.map((e) => `${at(e.who).clientCpuPct.toFixed(0)}%`).join(' / ')})`);
   }
-  return { ours, peer, ratio: median(ratios), ratios, cpuRatio: median(cpuRatios), cpuRatios };
+  return got;
 }
 
+/** The median over rounds of a/b, where a and b come from the same round. */
+const roundRatio = (a: Measured[], b: Measured[], f: (m: Measured) => number) => median(a.map((m, i) => f(m) / f(b[i])));
+const perRound = (a: Measured[], b: Measured[], f: (m: Measured) => number) => a.map((m, i) => f(m) / f(b[i]));
+
 export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
-  const rounds = ctx.quick ? 2 : 5;
+  const rounds = ctx.rounds ?? (ctx.quick ? 2 : 5);
   const warmupMs = ctx.quick ? 300 : 500;
   const durationMs = ctx.quick ? 1000 : 2000;
   const rows: Row[] = [];
   const detail: Record<string, unknown> = { rounds, warmupMs, durationMs };
 
-  const srv = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir]);
+  const srv = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
+  // With --baseline: the same server at that commit, running alongside, measured in the same rounds.
+  const base = ctx.baseline ? await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.baseline }).catch(async (e) => { await srv.stop(); throw e; }) : undefined;
   const lg = await Child.start('procs/loadgen.ts');
   try {
-    await srv.call('seed', { namespace: 'bench', count: 1 });
-    await srv.call('seed', { namespace: 'bench-list', count: 1000, createdYearsAgo: 9 });
+    for (const s of base ? [srv, base] : [srv]) {
+      await s.call('seed', { namespace: 'bench', count: 1 });
+      await s.call('seed', { namespace: 'bench-list', count: 1000, createdYearsAgo: 9 });
+    }
     const one = `${API}/namespaces/bench/llamas/llama-000000`;
     const list = `${API}/namespaces/bench-list/llamas`;
     const sizes = {
@@ -67,14 +76,34 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
       table: await srv.call('capture', { name: 'table', path: list, accept: TABLE }),
     };
     detail.responses = sizes;
+    if (base) {
+      // The same captures on the baseline: both servers have run the same requests before the rounds.
+      const baseSizes = {
+        one: await base.call('capture', { name: 'one', path: one, accept: 'application/json' }),
+        list: await base.call('capture', { name: 'list', path: list, accept: 'application/json' }),
+        table: await base.call('capture', { name: 'table', path: list, accept: TABLE }),
+      };
+      detail.baselineResponses = baseSizes;
+      for (const k of ['one', 'list', 'table'] as const) {
+        const [a, b] = [sizes[k] as { bytes: number }, baseSizes[k] as { bytes: number }];
+        if (a.bytes !== b.bytes) ctx.log(`  note: ${k}: ${a.bytes} B now, ${b.bytes} B at ${ctx.baseline!.label}`);
+      }
+    }
     const pairs: Pair[] = [
       { bench: 'GET one llama', ours: { path: one, accept: 'application/json' }, peer: { path: '/bench/static/one', accept: 'application/json' }, connections: 16 },
       { bench: 'LIST 1000 llamas (JSON)', ours: { path: list, accept: 'application/json' }, peer: { path: '/bench/static/list', accept: 'application/json' }, connections: 8 },
       { bench: 'LIST 1000 llamas (Table)', ours: { path: list, accept: TABLE }, peer: { path: '/bench/static/table', accept: TABLE }, connections: 8 },
     ];
     for (const p of pairs) {
-      ctx.log(`${p.bench}: ${p.ours.path} vs ${p.peer.path}`);
-      const c = await comparePair(srv, lg, ctx, p, rounds, warmupMs, durationMs);
+      ctx.log(`${p.bench}: ${p.ours.path} vs ${p.peer.path}${base ? ` vs the same path at ${ctx.baseline!.label}` : ''}`);
+      const entries: Entry[] = [{ who: 'ours', srv, t: p.ours }, { who: 'peer', srv, t: p.peer }];
+      if (base) entries.push({ who: 'baseline', srv: base, t: p.ours });
+      const got = await interleave(entries, lg, ctx, p.connections, rounds, warmupMs, durationMs, p.bench);
+      const c = {
+        ours: got.ours, peer: got.peer, baseline: got.baseline,
+        ratio: roundRatio(got.ours, got.peer, rps), ratios: perRound(got.ours, got.peer, rps),
+        cpuRatio: roundRatio(got.ours, got.peer, cpu), cpuRatios: perRound(got.ours, got.peer, cpu),
+      };
       const oursRps = median(c.ours.map((m) => m.rps));
       const peerRps = median(c.peer.map((m) => m.rps));
       const bytes = c.ours[0].responseBytes;
@@ -82,50 +111,50 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
         bench: p.bench, metric: 'requests/s', unit: 'req/s', ours: oursRps, peer: peerRps, ratio: c.ratio,
         reading: 'ours/static; 1.0 = no cost beyond fastify+TLS+auth hook, lower is slower',
         note: `${bytes} B/response, ${p.connections} keep-alive conns; p50 latency ${median(c.ours.map((m) => m.latencyMs.p50)).toFixed(2)} vs ${median(c.peer.map((m) => m.latencyMs.p50)).toFixed(2)} ms`,
+        ...(base && { baseline: { value: median(got.baseline.map(rps)), ratio: roundRatio(got.ours, got.baseline, rps), better: 'higher' as const } }),
       });
       rows.push({
         bench: p.bench, metric: 'server CPU per request', unit: 'µs',
-        ours: median(c.ours.map((m) => m.serverCpuUsPerRequest)), peer: median(c.peer.map((m) => m.serverCpuUsPerRequest)), ratio: c.cpuRatio,
+        ours: median(c.ours.map(cpu)), peer: median(c.peer.map(cpu)), ratio: c.cpuRatio,
         reading: 'ours/static; higher is costlier (steadier than req/s on a busy machine)',
+        ...(base && { baseline: { value: median(got.baseline.map(cpu)), ratio: roundRatio(got.ours, got.baseline, cpu), better: 'lower' as const } }),
       });
-      detail[p.bench] = c;
+      detail[p.bench] = base ? { ...c, baselineRatios: perRound(got.ours, got.baseline, rps), baselineCpuRatios: perRound(got.ours, got.baseline, cpu) } : c;
     }
   } finally {
     await lg.stop();
     await srv.stop();
+    await base?.stop();
   }
 
   if (!ctx.quick) {
     // The server's default --log-level is info, which logs every request (fastify request logging).
-    ctx.log('GET one llama: --log-level info (stdout → /dev/null) vs silent');
-    const srvInfo = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir, '--log-level', 'info'], { silent: true });
-    const srvSilent = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir]);
+    ctx.log(`GET one llama: --log-level info (stdout → /dev/null) vs silent${ctx.baseline ? ` vs info at ${ctx.baseline.label}` : ''}`);
+    const infoArgs = ['--cert-dir', ctx.certDir, '--log-level', 'info'];
+    const srvInfo = await Child.start('procs/farmServer.ts', infoArgs, { silent: true, tree: ctx.ours });
+    const srvSilent = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
+    const baseInfo = ctx.baseline ? await Child.start('procs/farmServer.ts', infoArgs, { silent: true, tree: ctx.baseline }) : undefined;
     const lg2 = await Child.start('procs/loadgen.ts');
     try {
-      for (const s of [srvInfo, srvSilent]) await s.call('seed', { namespace: 'bench', count: 1 });
       const t: Target = { path: `${API}/namespaces/bench/llamas/llama-000000`, accept: 'application/json' };
-      const info: Measured[] = [];
-      const silent: Measured[] = [];
-      const ratios: number[] = [];
-      for (const s of [srvInfo, srvSilent]) await measure(s, lg2, ctx, t, 16, 0, warmupMs * 3);
-      for (let r = 0; r < rounds; r++) {
-        const a = r % 2 === 0;
-        const first = await measure(a ? srvInfo : srvSilent, lg2, ctx, t, 16, warmupMs, durationMs);
-        const second = await measure(a ? srvSilent : srvInfo, lg2, ctx, t, 16, warmupMs, durationMs);
-        const [i, s] = a ? [first, second] : [second, first];
-        info.push(i); silent.push(s); ratios.push(i.rps / s.rps);
-        ctx.log(`  round ${r + 1}: info ${i.rps.toFixed(0)} vs silent ${s.rps.toFixed(0)} req/s`);
-      }
+      const entries: Entry[] = [{ who: 'info', srv: srvInfo, t }, { who: 'silent', srv: srvSilent, t }];
+      if (baseInfo) entries.push({ who: 'baseline', srv: baseInfo, t });
+      for (const e of entries) await e.srv.call('seed', { namespace: 'bench', count: 1 });
+      const got = await interleave(entries, lg2, ctx, 16, rounds, warmupMs, durationMs, 'log level');
+      const { info, silent } = got;
+      const ratios = perRound(info, silent, rps);
       rows.push({
         bench: 'GET one llama, --log-level info', metric: 'requests/s', unit: 'req/s',
-        ours: median(info.map((m) => m.rps)), peer: median(silent.map((m) => m.rps)), ratio: median(ratios),
+        ours: median(info.map(rps)), peer: median(silent.map(rps)), ratio: median(ratios),
         reading: 'info/silent; lower is slower', note: 'peer = same server at log level silent; logs go to /dev/null (a pipe costs more)',
+        ...(baseInfo && { baseline: { value: median(got.baseline.map(rps)), ratio: roundRatio(info, got.baseline, rps), better: 'higher' as const } }),
       });
-      detail['GET one llama, log level info vs silent'] = { info, silent, ratios };
+      detail['GET one llama, log level info vs silent'] = { info, silent, ratios, ...(baseInfo && { baseline: got.baseline, baselineRatios: perRound(info, got.baseline, rps) }) };
     } finally {
       await lg2.stop();
       await srvInfo.stop();
       await srvSilent.stop();
+      await baseInfo?.stop();
     }
   }
   return { rows, detail };

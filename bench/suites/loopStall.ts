@@ -2,10 +2,12 @@
 // block of the real server and the latency of /livez polled every ~10 ms while the request runs.
 // Goal: no such request blocks the loop for more than ~100 ms. A request that crashes the server or
 // outlasts the time limit is recorded as such; the server is restarted (and re-seeded) after it.
+// With --baseline, a second server at that commit gets every request too, alternating with ours.
 import { Agent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { Child, median, percentile, sleep } from '../lib/common.js';
+import type { Tree } from '../lib/trees.js';
 import type { Ctx, Row, SuiteResult } from './types.js';
 
 const API = '/apis/farm.example.com/v1alpha';
@@ -40,10 +42,10 @@ interface ClassResult { name: string; reference: boolean; reps: Rep[]; skipped?:
 class Harness {
   srv!: Child;
   agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  constructor(readonly ctx: Ctx, readonly ca: string) {}
+  constructor(readonly ctx: Ctx, readonly ca: string, readonly tree: Tree) {}
 
   async start(): Promise<void> {
-    this.srv = await Child.start('procs/farmServer.ts', ['--cert-dir', this.ctx.certDir]);
+    this.srv = await Child.start('procs/farmServer.ts', ['--cert-dir', this.ctx.certDir], { tree: this.tree });
     await this.srv.call('seed', { namespace: 'stall', count: 1 });
     await this.srv.call('seed', { namespace: 'stall-list', count: 1000 });
     await this.srv.call('seed', { namespace: 'stall-big', count: 10_000, createdYearsAgo: 9 });
@@ -272,37 +274,54 @@ export async function loopStallSuite(ctx: Ctx): Promise<SuiteResult> {
   // LOOPSTALL_CLASSES=finalizers,yaml runs only the classes whose name contains one of the words (and the baseline).
   const only = process.env.LOOPSTALL_CLASSES?.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
   const selected = cases().filter((c, i) => i === 0 || !only || only.some((w) => c.name.toLowerCase().includes(w)));
-  const h = new Harness(ctx, readFileSync(join(ctx.certDir, 'ca.crt'), 'utf8'));
+  const ca = readFileSync(join(ctx.certDir, 'ca.crt'), 'utf8');
+  const h = new Harness(ctx, ca, ctx.ours);
+  const hb = ctx.baseline ? new Harness(ctx, ca, ctx.baseline) : undefined;
+  const harnesses = hb ? [h, hb] : [h];
   const results: ClassResult[] = [];
+  const baseResults: ClassResult[] = [];
   const failures: string[] = [];
-  ctx.log(`loop stalls: ${reps} repetition(s) per class, ${timeoutMs / 1000} s per request`);
-  await h.start();
+  ctx.log(`loop stalls: ${reps} repetition(s) per class, ${timeoutMs / 1000} s per request${hb ? `, ours and ours at ${ctx.baseline!.label} alternating` : ''}`);
   try {
+    for (const x of harnesses) await x.start();
     for (const c of selected) {
-      const r: ClassResult = { name: c.name, reference: c.reference ?? false, reps: [] };
-      results.push(r);
+      const byHarness = new Map<Harness, ClassResult>();
+      for (const x of harnesses) {
+        const r: ClassResult = { name: c.name, reference: c.reference ?? false, reps: [] };
+        (x === h ? results : baseResults).push(r);
+        byHarness.set(x, r);
+      }
+      const done = new Set<Harness>();
       for (let rep = 0; rep < reps; rep++) {
-        let m: Rep;
-        try {
-          m = await measure(h, c, rep, timeoutMs);
-        } catch (e) {
-          r.skipped = e instanceof Error ? e.message.split('\n')[0] : String(e);
-          ctx.log(`  ${c.name}: ${r.skipped}`);
-          if (!h.alive) await h.restart();
-          break;
-        }
-        r.reps.push(m);
-        ctx.log(`  ${c.name} #${rep + 1}: ${m.status}${m.error ? ` (${m.error})` : ''}, ${fmtBytes(m.requestBytes)} in, ${fmtBytes(m.responseBytes)} out, wall ${fmtMs(m.wallMs)} ms, max loop block ${fmtMs(m.maxLoopMs)} ms, /livez p50 ${fmtMs(m.livez.p50Ms)} max ${fmtMs(m.livez.maxMs)} ms (${m.livez.polls} polls, ${m.livez.failures} failed), server CPU ${fmtMs(m.serverCpuMs)} ms`);
-        if (m.status === 'crash' || m.status === 'timeout') {
-          failures.push(`${c.name}: ${m.status}`);
-          await h.restart();
-          break; // the remaining repetitions would only repeat the crash
+        for (const x of rep % 2 === 0 ? harnesses : [...harnesses].reverse()) {
+          if (done.has(x)) continue;
+          const r = byHarness.get(x)!;
+          const who = x === h ? '' : ` [${x.tree.label}]`;
+          let m: Rep;
+          try {
+            m = await measure(x, c, rep, timeoutMs);
+          } catch (e) {
+            r.skipped = e instanceof Error ? e.message.split('\n')[0] : String(e);
+            ctx.log(`  ${c.name}${who}: ${r.skipped}`);
+            if (!x.alive) await x.restart();
+            done.add(x);
+            continue;
+          }
+          r.reps.push(m);
+          ctx.log(`  ${c.name}${who} #${rep + 1}: ${m.status}${m.error ? ` (${m.error})` : ''}, ${fmtBytes(m.requestBytes)} in, ${fmtBytes(m.responseBytes)} out, wall ${fmtMs(m.wallMs)} ms, max loop block ${fmtMs(m.maxLoopMs)} ms, /livez p50 ${fmtMs(m.livez.p50Ms)} max ${fmtMs(m.livez.maxMs)} ms (${m.livez.polls} polls, ${m.livez.failures} failed), server CPU ${fmtMs(m.serverCpuMs)} ms`);
+          if (m.status === 'crash' || m.status === 'timeout') {
+            failures.push(`${c.name}${who}: ${m.status}`);
+            await x.restart();
+            done.add(x); // the remaining repetitions would only repeat the crash
+          }
         }
       }
     }
   } finally {
-    await h.srv.stop();
-    h.agent.destroy();
+    for (const x of harnesses) {
+      await x.srv?.stop();
+      x.agent.destroy();
+    }
   }
 
   const summary = results.map((r) => summarize(r, timeoutMs));
@@ -314,11 +333,14 @@ export async function loopStallSuite(ctx: Ctx): Promise<SuiteResult> {
   const markdown = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i < 3 ? '---' : '---:')).join('|')}|`, ...table.map((t) => `| ${t.join(' | ')} |`)].join('\n');
   ctx.log(`\n${markdown}\n`);
 
-  const rows: Row[] = summary.slice(1).map((s) => ({
+  // With a baseline: the same class's worst loop block on the baseline server (lower is better).
+  const baseSummary = baseResults.map((r) => summarize(r, timeoutMs));
+  const rows: Row[] = summary.slice(1).map((s, i) => ({
     bench: `loop stall: ${s.name}`, metric: 'max event-loop block', unit: 'ms',
     ours: s.maxLoopMs, peer: baseline.maxLoopMs, ratio: s.maxLoopMs / baseline.maxLoopMs,
     reading: 'vs a trivial GET in the same run; goal ≤ ~100 ms',
-    note: `${s.statuses}; /livez p50 ${fmtMs(s.livezP50Ms)} max ${s.livezLowerBound ? '≥ ' : ''}${fmtMs(s.livezMaxMs)} ms; server CPU ${fmtMs(s.cpuMs)} ms; ${fmtBytes(s.requestBytes)}`,
+    note: `${s.statuses}; /livez p50 ${fmtMs(s.livezP50Ms)} max ${s.livezLowerBound ? '≥ ' : ''}${fmtMs(s.livezMaxMs)} ms; server CPU ${fmtMs(s.cpuMs)} ms; ${fmtBytes(s.requestBytes)}${hb ? `; at ${ctx.baseline!.label}: ${baseSummary[i + 1].statuses}, server CPU ${fmtMs(baseSummary[i + 1].cpuMs)} ms` : ''}`,
+    ...(hb && { baseline: { value: baseSummary[i + 1].maxLoopMs, ratio: s.maxLoopMs / baseSummary[i + 1].maxLoopMs, better: 'lower' as const } }),
   }));
-  return { rows, detail: { reps, timeoutMs, results, summary, markdown, failures } };
+  return { rows, detail: { reps, timeoutMs, results, summary, markdown, failures, ...(hb && { baseline: { results: baseResults, summary: baseSummary } }) } };
 }

@@ -1,11 +1,13 @@
 // Benchmark 5: start-to-ready. Spawns `node dist/main.js --cert-dir <dir> --port P` (certificates and
 // token already there) and polls /readyz with the token until it answers 200. Peer: a minimal
 // fastify HTTPS hello-world (bench/procs/helloFastify.mjs) started and polled the same way.
+// With --baseline, that commit's dist/main.js (built in its worktree) takes a turn in every run.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { BENCH_DIR, freePort, median, nowMs, REPO_DIR, sleep } from '../lib/common.js';
+import type { Tree } from '../lib/trees.js';
 import type { Ctx, Row, SuiteResult } from './types.js';
 
 function readyz(port: number, token: string, ca: Buffer): Promise<number> {
@@ -20,10 +22,10 @@ function readyz(port: number, token: string, ca: Buffer): Promise<number> {
   });
 }
 
-async function timeToReady(script: string, ctx: Ctx, ca: Buffer): Promise<number> {
+async function timeToReady(script: string, ctx: Ctx, ca: Buffer, cwd = REPO_DIR): Promise<number> {
   const port = await freePort();
   const t0 = nowMs();
-  const child = spawn(process.execPath, [script, '--cert-dir', ctx.certDir, '--port', String(port)], { cwd: REPO_DIR, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [script, '--cert-dir', ctx.certDir, '--port', String(port)], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c) => { stderr += c; });
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
@@ -50,34 +52,45 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
+/** `npx tsc -p tsconfig.json` in the tree, unless --quick and its dist/main.js is newer than its src/. */
+function build(ctx: Ctx, tree: Tree): { main: string; built: boolean; tscExit: number | null } {
+  const main = join(tree.root, 'dist', 'main.js');
+  const fresh = ctx.quick && existsSync(main) && statSync(main).mtimeMs > newestMtime(join(tree.root, 'src'));
+  const where = tree.root === REPO_DIR ? '' : ` (${tree.label})`;
+  ctx.log(fresh ? `start-to-ready: dist/ is newer than src/, not rebuilding${where}` : `start-to-ready: npx tsc -p tsconfig.json${where}`);
+  const r = fresh ? { status: 0, stdout: '', stderr: '' } : spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: tree.root, encoding: 'utf8' });
+  if (r.status !== 0) {
+    if (!existsSync(main)) throw new Error(`tsc failed${where} and there is no dist/main.js:\n${r.stdout}${r.stderr}`);
+    ctx.log(`  warning: tsc exited ${r.status}${where} (type errors elsewhere?); timing the emitted dist/main.js anyway`);
+  }
+  return { main, built: !fresh, tscExit: r.status };
+}
+
 export async function startupSuite(ctx: Ctx): Promise<SuiteResult> {
   const runs = ctx.quick ? 3 : 5;
-  const main = join(REPO_DIR, 'dist', 'main.js');
-  // --quick skips the build when dist/main.js is newer than every file under src/.
-  const fresh = ctx.quick && existsSync(main) && statSync(main).mtimeMs > newestMtime(join(REPO_DIR, 'src'));
-  ctx.log(fresh ? 'start-to-ready: dist/ is newer than src/, not rebuilding' : 'start-to-ready: npx tsc -p tsconfig.json');
-  const build = fresh ? { status: 0, stdout: '', stderr: '' } : spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: REPO_DIR, encoding: 'utf8' });
-  if (build.status !== 0) {
-    if (!existsSync(main)) throw new Error(`tsc failed and there is no dist/main.js:\n${build.stdout}${build.stderr}`);
-    ctx.log(`  warning: tsc exited ${build.status} (type errors elsewhere?); timing the emitted dist/main.js anyway`);
-  }
+  const ours = build(ctx, ctx.ours);
+  const base = ctx.baseline ? build(ctx, ctx.baseline) : undefined;
   const ca = readFileSync(join(ctx.certDir, 'ca.crt'));
   const hello = join(BENCH_DIR, 'procs', 'helloFastify.mjs');
-  const ours: number[] = [];
-  const peer: number[] = [];
+  const starts = { ours: [] as number[], peer: [] as number[], baseline: [] as number[] };
+  // Each run starts every server once; with a baseline the order reverses every other run (ABC CBA).
+  const contenders: [keyof typeof starts, () => Promise<number>][] = [
+    ['ours', () => timeToReady(ours.main, ctx, ca, ctx.ours.root)],
+    ['peer', () => timeToReady(hello, ctx, ca)],
+  ];
+  if (base) contenders.push(['baseline', () => timeToReady(base.main, ctx, ca, ctx.baseline!.root)]);
   // One untimed start each warms the OS file cache.
-  await timeToReady(main, ctx, ca);
-  await timeToReady(hello, ctx, ca);
+  for (const [, start] of contenders) await start();
   for (let i = 0; i < runs; i++) {
-    ours.push(await timeToReady(main, ctx, ca));
-    peer.push(await timeToReady(hello, ctx, ca));
-    ctx.log(`  run ${i + 1}: dist/main.js ${ours[i].toFixed(0)} ms, hello-world ${peer[i].toFixed(0)} ms`);
+    for (const [who, start] of i % 2 === 0 || !base ? contenders : [...contenders].reverse()) starts[who].push(await start());
+    ctx.log(`  run ${i + 1}: dist/main.js ${starts.ours[i].toFixed(0)} ms, hello-world ${starts.peer[i].toFixed(0)} ms${base ? `, ${ctx.baseline!.label} ${starts.baseline[i].toFixed(0)} ms` : ''}`);
   }
-  const o = median(ours);
-  const p = median(peer);
+  const o = median(starts.ours);
+  const p = median(starts.peer);
   const rows: Row[] = [{
     bench: 'Start to ready (/readyz 200)', metric: `median of ${runs}`, unit: 'ms', ours: o, peer: p, ratio: o / p,
     reading: 'ours/fastify hello-world; higher is slower', note: 'existing certs; polled every 5 ms',
+    ...(base && { baseline: { value: median(starts.baseline), ratio: o / median(starts.baseline), better: 'lower' as const } }),
   }];
-  return { rows, detail: { runs, ours, peer, built: !fresh, tscExit: build.status } };
+  return { rows, detail: { runs, ours: starts.ours, peer: starts.peer, built: ours.built, tscExit: ours.tscExit, ...(base && { baseline: starts.baseline, baselineBuild: base }) } };
 }

@@ -1,7 +1,8 @@
 // Benchmark 3: watch fan-out. N watchers (spread over client processes) on one namespace; a writer
 // updates one llama U times at a steady rate, stamping its send time in an annotation; every
 // watcher records when each event line arrives. Peer: a plain node:https server broadcasting the
-// same lines to the same number of streams.
+// same lines to the same number of streams. With --baseline, the server at that commit runs as a third
+// side with its own watchers, and takes its turn in the write segments.
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { join } from 'node:path';
@@ -48,7 +49,7 @@ async function steadyWrites(count: number, rate: number, write: (i: number, sent
 }
 
 interface Side {
-  name: 'ours' | 'peer';
+  name: 'ours' | 'peer' | 'baseline';
   server: Child;
   watchPath: string;
   write: (i: number, sentMs: number) => Promise<number>;
@@ -116,21 +117,24 @@ export async function watchSuite(ctx: Ctx): Promise<SuiteResult> {
   const ca = readFileSync(join(ctx.certDir, 'ca.crt'));
   const auth = { authorization: `Bearer ${ctx.token}`, 'user-agent': 'farm-bench' };
 
-  const farm = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir]);
+  const farm = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
   const plain = await Child.start('procs/plainBroadcast.ts', [ctx.certDir]);
+  const farmBase = ctx.baseline ? await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.baseline }).catch(async (e) => { await farm.stop(); await plain.stop(); throw e; }) : undefined;
   const clients: Child[] = [];
-  const agents = [new Agent({ keepAlive: true, maxSockets: 1 }), new Agent({ keepAlive: true, maxSockets: 1 })];
+  const agents = [0, 1, 2].map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
   try {
     // Ours: merge-PATCH one llama; the event carries the send time in an annotation.
-    const rv0 = await farm.call<number>('seed', { namespace: 'bench-watch', count: 1 });
     let template: Record<string, any> = {};
-    const patch = async (_i: number, sentMs: number) => {
+    const patcher = (server: Child, agent: Agent, keepTemplate: boolean) => async (_i: number, sentMs: number) => {
       const body = JSON.stringify({ metadata: { annotations: { 'bench/sent': sentMs.toFixed(3) } } });
-      const r = await call(agents[0], ca, farm.info.port, 'PATCH', LLAMA, { ...auth, 'content-type': 'application/merge-patch+json', accept: 'application/json' }, body);
+      const r = await call(agent, ca, server.info.port, 'PATCH', LLAMA, { ...auth, 'content-type': 'application/merge-patch+json', accept: 'application/json' }, body);
       if (r.status !== 200) throw new Error(`PATCH: ${r.status} ${r.body.slice(0, 300)}`);
-      template = JSON.parse(r.body);
-      return Number(template.metadata.resourceVersion);
+      const obj = JSON.parse(r.body);
+      if (keepTemplate) template = obj;
+      return Number(obj.metadata.resourceVersion);
     };
+    const rv0 = await farm.call<number>('seed', { namespace: 'bench-watch', count: 1 });
+    const patch = patcher(farm, agents[0], true);
     await patch(0, nowMs()); // warms the write path and gives the peer its bytes; watches start after it
     // Peer: the same line (the PATCHed object with this write's rv and send time), POSTed to the broadcaster.
     let peerRv = 1000;
@@ -143,19 +147,26 @@ export async function watchSuite(ctx: Ctx): Promise<SuiteResult> {
     };
     const ours: Side = { name: 'ours', server: farm, watchPath: `${API}/namespaces/bench-watch/llamas?watch=1&resourceVersion=${rv0 + 1}`, write: patch, written: [], cpuMs: 0, connectMs: 0 };
     const peer: Side = { name: 'peer', server: plain, watchPath: '/watch', write: publish, written: [], cpuMs: 0, connectMs: 0 };
+    let base: Side | undefined;
+    if (farmBase) {
+      const rvBase = await farmBase.call<number>('seed', { namespace: 'bench-watch', count: 1 });
+      const patchBase = patcher(farmBase, agents[2], false);
+      await patchBase(0, nowMs());
+      base = { name: 'baseline', server: farmBase, watchPath: `${API}/namespaces/bench-watch/llamas?watch=1&resourceVersion=${rvBase + 1}`, write: patchBase, written: [], cpuMs: 0, connectMs: 0 };
+    }
+    const sides = base ? [ours, peer, base] : [ours, peer];
 
     clients.push(...await Promise.all(Array.from({ length: clientProcs }, () => Child.start('procs/watchClients.ts'))));
-    ctx.log(`watch fan-out: ${watchers} watchers on each server, ${segments * perSegment} updates each at ${rate}/s in ${segments * 2} alternating segments`);
-    await openWatchers(ctx, clients, ours, watchers);
-    await openWatchers(ctx, clients, peer, watchers);
-    // Warm-up writes on both sides (JIT, TLS buffers), then the clients forget them.
-    for (const side of [ours, peer]) {
+    ctx.log(`watch fan-out: ${watchers} watchers on each server, ${segments * perSegment} updates each at ${rate}/s in ${segments * sides.length} alternating segments${base ? ` (third server: ours at ${ctx.baseline!.label})` : ''}`);
+    for (const side of sides) await openWatchers(ctx, clients, side, watchers);
+    // Warm-up writes on every side (JIT, TLS buffers), then the clients forget them.
+    for (const side of sides) {
       await steadyWrites(10, 20, (i, sentMs) => side.write(i, sentMs));
       await sleep(300);
       await Promise.all(clients.map((c) => c.call('reset', { group: side.name })));
     }
     for (let s = 0; s < segments; s++) {
-      const order = s % 2 === 0 ? [ours, peer] : [peer, ours];
+      const order = s % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
         await segment(side, side.written.length, perSegment, rate);
         await sleep(200); // let the fan-out drain before the other server writes
@@ -164,16 +175,18 @@ export async function watchSuite(ctx: Ctx): Promise<SuiteResult> {
     }
     const o = await score(clients, ours, watchers);
     const p = await score(clients, peer, watchers);
-    return report(watchers, clientProcs, rate, o, p);
+    const b = base ? await score(clients, base, watchers) : undefined;
+    return report(watchers, clientProcs, rate, o, p, b);
   } finally {
     for (const a of agents) a.destroy();
     await Promise.all(clients.map(async (c) => { await c.call('close').catch(() => {}); await c.stop(); }));
     await farm.stop();
     await plain.stop();
+    await farmBase?.stop();
   }
 }
 
-function report(watchers: number, clientProcs: number, rate: number, ours: FanoutResult, peer: FanoutResult): SuiteResult {
+function report(watchers: number, clientProcs: number, rate: number, ours: FanoutResult, peer: FanoutResult, base?: FanoutResult): SuiteResult {
   const bench = `Watch fan-out, ${watchers} watchers`;
   const note = `${ours.writes} updates at ${rate}/s; events received ${ours.events}/${ours.expectedEvents} vs ${peer.events}/${peer.expectedEvents}; lost/dup/out-of-order ours ${ours.lost}/${ours.duplicated}/${ours.outOfOrder}, peer ${peer.lost}/${peer.duplicated}/${peer.outOfOrder}`;
   const rows: Row[] = [
@@ -183,9 +196,19 @@ function report(watchers: number, clientProcs: number, rate: number, ours: Fanou
     { bench, metric: 'p99 latency, write sent → event received', unit: 'ms', ours: ours.fromSent.p99, peer: peer.fromSent.p99, ratio: ours.fromSent.p99 / peer.fromSent.p99, reading: 'ours/plain; higher is slower' },
     { bench, metric: 'server CPU per update (all watchers)', unit: 'ms', ours: ours.serverCpuMsPerEvent, peer: peer.serverCpuMsPerEvent, ratio: ours.serverCpuMsPerEvent / peer.serverCpuMsPerEvent, reading: 'ours/plain; higher is costlier', note: 'ours includes serving the PATCH itself' },
   ];
+  if (base) {
+    // Latency and CPU: lower is better. One run, so the ratio is of the run's values.
+    const of = [(f: FanoutResult) => f.fromAck.p50, (f: FanoutResult) => f.fromAck.p99, (f: FanoutResult) => f.fromSent.p50, (f: FanoutResult) => f.fromSent.p99, (f: FanoutResult) => f.serverCpuMsPerEvent];
+    rows.forEach((r, i) => { r.baseline = { value: of[i](base), ratio: of[i](ours) / of[i](base), better: 'lower' }; });
+  }
   const bad = ['lost', 'duplicated', 'outOfOrder', 'unexpected', 'errors', 'endedEarly'] as const;
   const failures = bad.filter((k) => ours[k] !== 0 || peer[k] !== 0).map((k) => `${k}: ours ${ours[k]}, peer ${peer[k]}`);
   if (ours.events !== ours.expectedEvents) failures.push(`ours: ${ours.events}/${ours.expectedEvents} events scored`);
   if (peer.events !== peer.expectedEvents) failures.push(`peer: ${peer.events}/${peer.expectedEvents} events scored`);
-  return { rows, detail: { watchers, clientProcesses: clientProcs, rate, ours, peer, failures } };
+  if (base) {
+    failures.push(...bad.filter((k) => base[k] !== 0).map((k) => `${k}: baseline ${base[k]}`));
+    if (base.events !== base.expectedEvents) failures.push(`baseline: ${base.events}/${base.expectedEvents} events scored`);
+    rows[0].note += `; baseline ${base.events}/${base.expectedEvents} received, lost/dup/out-of-order ${base.lost}/${base.duplicated}/${base.outOfOrder}`;
+  }
+  return { rows, detail: { watchers, clientProcesses: clientProcs, rate, ours, peer, ...(base && { baseline: base }), failures } };
 }
