@@ -6,12 +6,12 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { MAX_BODY_BYTES } from './endpoints/bodies.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** Maximum accepted request body (same limit as kube-apiserver). Not configurable. */
-export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+export { MAX_BODY_BYTES };
 
 /** Service-account token path used to detect that we run inside a pod. */
 export const IN_CLUSTER_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';

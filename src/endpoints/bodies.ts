@@ -8,6 +8,9 @@ import { errors } from '../apimachinery/status.js';
 import { mediaTypeOf, OBJECT_MEDIA_TYPES, PATCH_MEDIA_TYPES } from './mediaTypes.js';
 import type { YamlCodec } from '../apimachinery/yamlCodec.js';
 
+/** Maximum accepted request body (same limit as kube-apiserver). Not configurable. */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The body's media type, lower case without parameters; '' when the request named none. */

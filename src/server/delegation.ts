@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { NamespaceLifecycle } from './admission/namespaceLifecycle.js';
 import { clientCertAuthenticator, requestHeaderAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, TrustSource, type AuthenticationTrust } from './auth/delegated.js';
 import type { RestOptions } from '../endpoints/installer.js';
-import type { AuthChain } from './server.js';
+import type { AuthChain } from './auth/plugin.js';
 import type { Upstream } from '../upstream/client.js';
 import type { Reflector } from '../upstream/reflector.js';
 

@@ -1,18 +1,15 @@
 // buildServer(): the fastify instance with every route; main.ts and the tests both use it.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { Authenticator, Authorizer, UserInfo } from './auth/types.js';
-import { anonymous } from './auth/types.js';
-import { impersonatedUser } from './auth/impersonation.js';
-import { MAX_BODY_BYTES } from '../config.js';
+import { authentication, type AuthChain } from './auth/plugin.js';
 import { registerDiscoveryRoutes } from '../endpoints/discovery/routes.js';
-import { installBodyParsers } from '../endpoints/bodies.js';
+import { installBodyParsers, MAX_BODY_BYTES } from '../endpoints/bodies.js';
 import { clientErrorHandler, expectationFailed, installErrorHandling, sendError } from '../endpoints/http.js';
 import { registerOpenApiRoutes } from '../endpoints/openapi/routes.js';
 import { closeConnectionAfter } from '../endpoints/protocol.js';
-import { requestInfo, type RequestInfo } from '../endpoints/requestInfo.js';
 import type { ResourceDefinition } from '../registry/resource.js';
+import { ResourceIndex } from '../registry/resourceIndex.js';
 import { registerResourceRoutes, type RestOptions } from '../endpoints/installer.js';
-import { ApiError, errors } from '../apimachinery/status.js';
+import { errors } from '../apimachinery/status.js';
 import type { WatchSettings } from '../endpoints/handlers/watch.js';
 import { YamlCodec } from '../apimachinery/yamlCodec.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
@@ -20,8 +17,6 @@ import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './ob
 import { createServingServer, DEFAULT_HTTP_LIMITS, type HttpLimits, type ServingServer } from './serving.js';
 import type { Watcher } from '../storage/interfaces.js';
 import type { Server } from 'node:http';
-
-export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
 
 export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './serving.js';
 
@@ -42,17 +37,7 @@ export interface ServerOptions {
   http?: Partial<HttpLimits>;
 }
 
-export interface AuthChain {
-  /** Tried in order; the first that recognizes the request's credentials decides. */
-  authenticators: Authenticator[];
-  /** Standalone answers 401 to anonymous callers; a cluster server authorizes them like anyone. */
-  rejectAnonymous: boolean;
-  authorizer: Authorizer;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest { user?: UserInfo; info?: RequestInfo }
-}
+export type { AuthChain } from './auth/plugin.js';
 
 export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endWatches(): void }
 
@@ -82,7 +67,8 @@ export function buildServer(opts: ServerOptions): FarmServer {
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
   app.server.on('checkExpectation', expectationFailed);
-  installErrorHandling(app, (info) => opts.resources.some((d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource));
+  const resources = new ResourceIndex(opts.resources);
+  installErrorHandling(app, (info) => resources.lookup(info.apiGroup, info.apiVersion, info.resource) !== undefined);
   // Two workers: a hostile request body occupying one never delays YAML responses.
   const yamlIn = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
   const yaml = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
@@ -91,32 +77,13 @@ export function buildServer(opts: ServerOptions): FarmServer {
   // Before the authn/authz hook: a hook that answers (401/403) skips the hooks after it.
   if (opts.metrics) instrumentRequests(app, opts.metrics.httpRequests, opts.resources);
 
-  app.addHook('onRequest', async (req, reply) => {
-    try {
-      if (closing) {
-        closeConnectionAfter(reply);
-        throw errors.serviceUnavailable('the server is shutting down');
-      }
-      req.info = requestInfo(req.method, req.url);
-      const { auth } = opts;
-      req.user = await authenticate(req, auth.authenticators);
-      req.log.debug({ user: req.user, httpVersion: req.raw.httpVersion }, 'authenticated');
-      const path = req.info.path;
-      if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
-      if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
-      req.user = await impersonatedUser(req, req.user, auth.authorizer, forbidden);
-      const decision = await auth.authorizer.authorize(req.user, req.info, req);
-      if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
-      const info = req.info;
-      const def = info.isResourceRequest ? opts.resources.find((d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource) : undefined;
-      for (const extra of def?.alsoRequires?.(info) ?? []) {
-        const d = await auth.authorizer.authorize(req.user, extra.info, req);
-        if (!d.allowed) throw forbidden(req.user, extra.info, d.reason ? `${d.reason}; ${extra.why}` : extra.why);
-      }
-    } catch (e) {
-      return sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));
-    }
+  // Requests arriving while closing get our 503 before any other work.
+  app.addHook('onRequest', async (_req, reply) => {
+    if (!closing) return;
+    closeConnectionAfter(reply);
+    return sendError(reply, errors.serviceUnavailable('the server is shutting down'));
   });
+  app.register(authentication, { auth: opts.auth, resources });
 
   const watchers = new Set<Watcher>();
   const watch: WatchSettings = { ...opts.watch, registry: watchers };
@@ -124,32 +91,12 @@ export function buildServer(opts: ServerOptions): FarmServer {
   if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
   registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
   registerOpenApiRoutes(app, opts.resources);
-  for (const def of opts.resources) registerResourceRoutes(app, def, { watch, yaml, admitCreate: opts.admitCreate });
+  // Each group-version is its own encapsulated plugin, as each is its own APIGroupInfo upstream.
+  for (const defs of resources.groupVersions()) {
+    app.register(async (gv) => { for (const def of defs) registerResourceRoutes(gv, def, { watch, yaml, admitCreate: opts.admitCreate }); });
+  }
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
   app.addHook('preClose', async () => { endWatches(); serving?.closeSessions(); });
   return { app, watchers, endWatches };
-}
-
-async function authenticate(req: FastifyRequest, authenticators: Authenticator[]): Promise<UserInfo> {
-  for (const a of authenticators) {
-    const user = await a.authenticate(req);
-    if (user) return user.groups.includes('system:authenticated') ? user : { ...user, groups: [...user.groups, 'system:authenticated'] };
-  }
-  return anonymous;
-}
-
-/** The Forbidden Status as k8s.io/apiserver's responsewriters.Forbidden words it. */
-export function forbidden(user: UserInfo, info: RequestInfo, reason?: string): ApiError {
-  const suffix = reason ? `: ${reason}` : '';
-  if (!info.isResourceRequest) {
-    return errors.forbidden(`forbidden: User "${user.username}" cannot ${info.verb} path "${info.path}"${suffix}`);
-  }
-  const resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
-  const qualified = info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource;
-  const scope = info.namespace ? ` in the namespace "${info.namespace}"` : info.resource === 'namespaces' ? '' : ' at the cluster scope';
-  const group = `in API group "${info.apiGroup}"`;
-  const subject = info.name ? `${qualified} "${info.name}"` : qualified;
-  return errors.forbidden(`${subject} is forbidden: User "${user.username}" cannot ${info.verb} resource "${resource}" ${group}${scope}${suffix}`,
-    { name: info.name || undefined, group: info.apiGroup, kind: info.resource });
 }
