@@ -10,7 +10,7 @@ import type { Entry, ListResult, Predicate, Reader, Watcher } from '../../storag
 import { objectKey } from '../../storage/objects.js';
 import { fieldValue, groupResource, selectableFields, type ResourceDescriptor } from '../resource.js';
 import type { Readable, RequestContext } from '../rest.js';
-import { interpreted } from './storageErrors.js';
+import { interpreted, interpretStorageError } from './storageErrors.js';
 
 export class ReadOnlyStore implements Readable {
   protected readonly gr: GroupResource;
@@ -32,7 +32,12 @@ export class ReadOnlyStore implements Readable {
   }
 
   async get(ctx: RequestContext, name: string, resourceVersion: string): Promise<Entry> {
-    const entry = await interpreted(this.gr, name, () => this.reader.get(this.keyFor(ctx, name), resourceVersion));
+    let entry: Entry | undefined;
+    try {
+      entry = await this.reader.get(this.keyFor(ctx, name), resourceVersion);
+    } catch (e) {
+      interpretStorageError(e, this.gr, name);
+    }
     if (!entry) throw errors.notFound(this.gr, name);
     return entry;
   }
