@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { ReadOnlyStore } from '../generic/readOnlyStore.js';
 import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
+import type { Readable } from '../rest.js';
 import { docs, int64 } from '../../apimachinery/schema/metav1.js';
 import { kindSchema } from '../../apimachinery/schema/kind.js';
 import { ageCell, ageOf, timedCell } from '../tableCells.js';
@@ -210,7 +211,8 @@ const orNone = (v: string | undefined) => (v ? v : '<none>');
 /** FarmPods are read-only: get, list and watch from the source's cache. */
 export function farmPodDefinition(source: FarmPodSource): ResourceDefinition {
   const def = farmPodDescriptor();
-  return { ...def, rest: new ReadOnlyStore(def, source.reader) };
+  const rest = new ReadOnlyStore(def, source.reader) satisfies Readable;
+  return { ...def, rest };
 }
 
 export function farmPodDescriptor(): ResourceDescriptor {

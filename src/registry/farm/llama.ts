@@ -4,6 +4,7 @@ import type { Storage } from '../../storage/interfaces.js';
 import { Store } from '../generic/store.js';
 import type { Strategy } from '../generic/strategy.js';
 import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
+import type { CollectionDeleter, Creater, GracefulDeleter, Readable, Updater } from '../rest.js';
 import { docs, int64 } from '../../apimachinery/schema/metav1.js';
 import { kindSchema } from '../../apimachinery/schema/kind.js';
 import { ageCell } from '../tableCells.js';
@@ -55,7 +56,9 @@ function stringOrNull(v: unknown): string | null {
 /** Llamas are stored by us: every verb, Kubernetes write semantics from the generic store. */
 export function llamaDefinition(storage: Storage, strategy: Strategy): ResourceDefinition {
   const def = llamaDescriptor();
-  return { ...def, rest: new Store(def, storage, strategy) };
+  // Every verb (Go's `var _ rest.Creater = …`): dropping one from the store fails to compile here.
+  const rest = new Store(def, storage, strategy) satisfies Readable & Creater & Updater & GracefulDeleter & CollectionDeleter;
+  return { ...def, rest };
 }
 
 export function llamaDescriptor(): ResourceDescriptor {
