@@ -70,13 +70,20 @@ export class ObjectRules {
     return result.value;
   }
 
-  /** Upstream adds "orphan"/"foregroundDeletion" for the garbage collector to act on. */
+  /**
+   * deletionFinalizersForGarbageCollection: "orphan"/"foregroundDeletion" for the garbage collector, decided
+   * by orphanDependents (explicit, it overrides all), then propagationPolicy, then the object's own.
+   */
   finalizersAfterDelete(existing: string[], opts: DeleteOptions): string[] {
     if (!this.strategy.garbageCollection) return existing;
-    const orphan = opts.propagationPolicy === 'Orphan' || (opts.propagationPolicy === undefined && opts.orphanDependents === true);
-    const gcFinalizer = orphan ? 'orphan' : opts.propagationPolicy === 'Foreground' ? 'foregroundDeletion' : undefined;
+    const own = existing.find((f) => f === 'orphan' || f === 'foregroundDeletion');
+    const policy = opts.propagationPolicy;
+    const orphan = opts.orphanDependents ?? (policy ? policy === 'Orphan' : own === 'orphan');
+    const foreground = opts.orphanDependents === undefined && (policy ? policy === 'Foreground' : own === 'foregroundDeletion');
     const kept = existing.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion');
-    if (!gcFinalizer) return opts.propagationPolicy ? kept : existing;
-    return [...kept, gcFinalizer];
+    const next = [...kept, ...(orphan ? ['orphan'] : []), ...(foreground ? ['foregroundDeletion'] : [])];
+    // The same set is no change: the object keeps its own order.
+    const before = new Set(existing);
+    return next.length === before.size && next.every((f) => before.has(f)) ? existing : next;
   }
 }

@@ -39,13 +39,15 @@ export class CacheWatcher implements Watcher {
     private readonly owner: ObjectCache,
     readonly opts: CacheWatchOptions,
     initial: WatchItem[],
+    /** A watch from an RV the cache had not reached yet starts after it, not at the next change. */
+    private readonly skipThrough = 0,
   ) {
     this.backlog = initial;
   }
 
   /** Called by the cache for each change; never blocks. */
   offer(change: Change): void {
-    if (this.closedReason) return;
+    if (this.closedReason || change.rv <= this.skipThrough) return;
     const item = translate(change, this.opts);
     if (!item) return;
     if (this.queue.length - this.queuePos >= this.opts.capacity) {
@@ -250,7 +252,8 @@ export class ObjectCache implements CacheView {
       }
       if (opts.initialEndMarker) initial.push({ type: 'INITIAL_END', rv: this.rv });
     }
-    const watcher = new CacheWatcher(this, opts, initial);
+    const ahead = opts.fromRV !== undefined && opts.fromRV > this.rv ? opts.fromRV : 0;
+    const watcher = new CacheWatcher(this, opts, initial, ahead);
     this.watchers.add(watcher);
     return watcher;
   }
