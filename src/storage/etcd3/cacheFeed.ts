@@ -1,0 +1,214 @@
+// What feeds the watch cache from etcd (the cacher's reflector over etcd3's watcher): a paged list at
+// one revision resets the ObjectCache, then one raw Watch stream from the next revision, with prev_kv
+// and progress notifications, applies every change in revision order. A lost stream resumes from the
+// cache's revision + 1, so no change is missed; a resume etcd has compacted away relists, which
+// restarts the cache's history and closes its watchers (their clients relist, as the watch cache's do).
+import type { ObjectCache } from '../cacher/objectCache.js';
+import type { Entry } from '../interfaces.js';
+import { stamped } from '../objects.js';
+import type { EtcdClient, IEvent, IWatchResponse, WatchStream } from './client.js';
+import { decodeEntry, revision, type EtcdKeys } from './codec.js';
+
+/** Keys per page of the initial list (kube's watch cache lists 10,000; ours are up to 3 MiB each). */
+const LIST_PAGE = 500;
+/** Pages of one list before giving up: 50 million keys, far past anything this cache holds. */
+const MAX_LIST_PAGES = 100_000;
+/** Retry delays after etcd failed: doubling from the first to the last. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2_000;
+
+/** How often a read waiting for the cache asks etcd for progress (kube's progress requester). */
+export const PROGRESS_INTERVAL_MS = 100;
+
+/** How one watch stream ended. */
+interface StreamEnd { reason: string; relist: boolean }
+
+export class CacheFeed {
+  private why: string | undefined = 'the watch cache has not synced with etcd yet';
+  private stream: WatchStream | undefined;
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private syncWaiters: (() => void)[] = [];
+  private wakeRetry: (() => void) | undefined;
+  private progressWaiters = 0;
+  private progressTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly client: EtcdClient,
+    private readonly keys: EtcdKeys,
+    private readonly cache: ObjectCache,
+  ) {}
+
+  /** Why the cache may be behind etcd right now (not synced, relisting, etcd unreachable); undefined when it follows etcd. */
+  unavailable(): string | undefined { return this.why; }
+
+  /** Resolves once the cache follows etcd; rejects (and stops) if that takes longer than `timeoutMs`. */
+  async start(timeoutMs: number): Promise<void> {
+    if (this.loop) throw new Error('the etcd cache feed is already started');
+    this.loop = this.run();
+    const synced = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.syncWaiters.push(() => { clearTimeout(timer); resolve(true); });
+    });
+    if (!(await synced)) {
+      const why = this.why;
+      await this.stop();
+      throw new Error(`etcd watch cache not synced within ${timeoutMs} ms: ${why}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.why = 'stopped';
+    this.stream?.cancel();
+    this.wakeRetry?.();
+    await this.loop;
+  }
+
+  /**
+   * While some read waits for the cache: asks etcd for a progress notification now and every 100 ms
+   * (kube's progress requester), one ticker for all waiters. The answer carries etcd's revision once
+   * every change up to it was sent, which moves the cache when nothing under the prefix changed.
+   * Call the returned function when done waiting.
+   */
+  wantProgress(): () => void {
+    if (this.progressWaiters++ === 0) {
+      this.requestProgress();
+      this.progressTimer = setInterval(() => this.requestProgress(), PROGRESS_INTERVAL_MS);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.progressWaiters === 0) clearInterval(this.progressTimer);
+    };
+  }
+
+  /** RequestWatchProgress on the stream; etcd answers only once the watch is synced. */
+  private requestProgress(): void {
+    if (this.stream && !this.why) this.stream.write({ progress_request: {} });
+  }
+
+  private async run(): Promise<void> {
+    let relist = true;
+    let delay = RETRY_FIRST_MS;
+    while (!this.stopped) {
+      let again = false;
+      try {
+        if (relist) {
+          this.why = 'relisting from etcd';
+          await this.relist();
+          relist = false;
+        }
+        const end = await this.follow(this.cache.resourceVersion + 1, () => { delay = RETRY_FIRST_MS; });
+        // A compacted resume relists at once; a lost connection waits before trying again.
+        relist = again = end.relist;
+        if (!this.stopped) this.why = end.reason;
+      } catch (e) {
+        if (!this.stopped) this.why = `etcd: ${(e as Error).message}`;
+      }
+      if (this.stopped || again) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        this.wakeRetry = () => { clearTimeout(timer); resolve(); };
+      });
+      delay = Math.min(delay * 2, RETRY_MAX_MS);
+    }
+  }
+
+  /** Every key under the prefix at one revision (the first page's), then the cache restarts from it. */
+  private async relist(): Promise<void> {
+    const { key, range_end } = this.keys.range();
+    const entries: Entry[] = [];
+    let start = key;
+    let rev = 0;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const res = await this.client.range({ key: start, range_end, limit: LIST_PAGE, ...(rev ? { revision: rev } : {}) });
+      if (!rev) rev = revision(res.header.revision);
+      for (const kv of res.kvs) entries.push(decodeEntry(this.keys, kv));
+      if (!res.more || res.kvs.length === 0) {
+        this.cache.reset(entries, rev);
+        return;
+      }
+      start = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+    }
+    throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
+  }
+
+  /** One watch stream from `from` until it ends; `onSynced` when etcd has created the watch. */
+  private async follow(from: number, onSynced: () => void): Promise<StreamEnd> {
+    const stream = await this.client.watchStream();
+    if (this.stopped) {
+      stream.cancel();
+      return { reason: 'stopped', relist: false };
+    }
+    this.stream = stream;
+    return new Promise<StreamEnd>((resolve) => {
+      let ended = false;
+      const end = (e: StreamEnd) => {
+        if (ended) return;
+        ended = true;
+        if (this.stream === stream) this.stream = undefined;
+        stream.cancel();
+        resolve(e);
+      };
+      stream.on('data', (res: IWatchResponse) => {
+        if (ended) return;
+        try {
+          const next = this.onResponse(res);
+          if (next === 'synced') {
+            this.why = undefined;
+            onSynced();
+            for (const w of this.syncWaiters.splice(0)) w();
+          } else if (next) end(next);
+        } catch (e) {
+          // A change the cache cannot apply (no previous state of a delete, revisions out of order): start over.
+          end({ reason: `watch cache out of step with etcd, relisting: ${(e as Error).message}`, relist: true });
+        }
+      });
+      stream.on('error', (e: Error) => end({ reason: `etcd watch stream failed: ${e.message}`, relist: false }));
+      stream.on('end', () => end({ reason: 'etcd watch stream ended', relist: false }));
+      stream.write({ create_request: { ...this.keys.range(), start_revision: from, prev_kv: true, progress_notify: true } });
+    });
+  }
+
+  private onResponse(res: IWatchResponse): 'synced' | StreamEnd | undefined {
+    const rev = revision(res.header?.revision);
+    if (res.canceled) {
+      const compacted = revision(res.compact_revision);
+      if (compacted > 0) return { reason: `etcd compacted past revision ${this.cache.resourceVersion + 1} (compact revision ${compacted}), relisting`, relist: true };
+      return { reason: `etcd canceled the watch: ${res.cancel_reason || 'no reason given'}`, relist: false };
+    }
+    if (res.created) {
+      // An etcd whose revision is behind the cache was replaced (restored or wiped): what the cache holds is not its state.
+      if (rev < this.cache.resourceVersion) return { reason: `etcd revision ${rev} is behind the cache's ${this.cache.resourceVersion}, relisting`, relist: true };
+      return 'synced';
+    }
+    const events = res.events ?? [];
+    // A progress notification: every change up to the header's revision has been sent.
+    if (events.length === 0) this.cache.advance(rev);
+    for (const ev of events) this.apply(ev);
+    return undefined;
+  }
+
+  private apply(ev: IEvent): void {
+    const rv = revision(ev.kv.mod_revision);
+    const key = this.keys.storageKey(ev.kv.key);
+    const cached = this.cache.get(key);
+    if (ev.type === 'Put') {
+      const entry = decodeEntry(this.keys, ev.kv, rv);
+      // etcd3 watcher: a put that created the key (create_revision == mod_revision) is ADDED.
+      if (ev.kv.create_revision === ev.kv.mod_revision) this.cache.apply({ type: 'ADDED', rv, entry });
+      else this.cache.apply({ type: 'MODIFIED', rv, entry, prev: cached ?? this.prevOf(ev) });
+      return;
+    }
+    const last = cached ?? this.prevOf(ev);
+    if (!last) throw new Error(`the delete of ${key} at revision ${rv} came without its previous state`);
+    // The deleted object is the last state, stamped with the deletion's revision.
+    this.cache.apply({ type: 'DELETED', rv, entry: stamped(key, last.object, rv), prev: last });
+  }
+
+  private prevOf(ev: IEvent): Entry | undefined {
+    return ev.prev_kv?.value?.length ? decodeEntry(this.keys, ev.prev_kv) : undefined;
+  }
+}

@@ -1,0 +1,50 @@
+// How the etcd3 backend lays objects out in etcd, as kube's etcd3 store does: key "<prefix>/<ns>/<name>",
+// value the object's JSON without metadata.resourceVersion (the revision is the resourceVersion:
+// mod_revision for an object, the header revision for a list or a delete).
+import type { KubeObject } from '../../apimachinery/types.js';
+import { storageErrors, StorageError } from '../errors.js';
+import type { Entry } from '../interfaces.js';
+import { stamped } from '../objects.js';
+import type { IKeyValue } from './client.js';
+
+export class EtcdKeys {
+  /** `prefix` without a trailing slash, e.g. "/registry/farm.example.com/llamas". */
+  constructor(readonly prefix: string) {
+    if (prefix.endsWith('/')) throw new Error(`etcd prefix must not end with "/": ${prefix}`);
+  }
+
+  /** The etcd key of a storage key ("ns/name"). */
+  key(storageKey: string): Buffer { return Buffer.from(`${this.prefix}/${storageKey}`); }
+
+  /** The storage key of an etcd key under the prefix. */
+  storageKey(etcdKey: Buffer): string { return etcdKey.toString('utf8').slice(this.prefix.length + 1); }
+
+  /** [key, range_end) of everything under the prefix: "<prefix>/" up to "<prefix>0" ('0' follows '/'). */
+  range(): { key: Buffer; range_end: Buffer } {
+    return { key: Buffer.from(`${this.prefix}/`), range_end: Buffer.from(`${this.prefix}0`) };
+  }
+}
+
+/** etcd revisions come back as decimal strings (int64): exact as numbers up to 2^53. */
+export const revision = (s: string | undefined): number => (s ? Number(s) : 0);
+
+/** The stored value: the object without its resourceVersion (PrepareObjectForStorage). */
+export function encodeValue(obj: KubeObject): string {
+  const { resourceVersion: _omitted, ...metadata } = obj.metadata;
+  return JSON.stringify({ ...obj, metadata });
+}
+
+/** The entry of a key-value, stamped with `rv` (default: the value's mod_revision). */
+export function decodeEntry(keys: EtcdKeys, kv: IKeyValue, rv = revision(kv.mod_revision)): Entry {
+  return stamped(keys.storageKey(kv.key), JSON.parse(kv.value.toString('utf8')) as KubeObject, rv);
+}
+
+/** etcd's and gRPC's failures as the storage contract's errors. */
+export function storageErrorOf(e: unknown): unknown {
+  if (e instanceof StorageError || !(e instanceof Error)) return e;
+  const m = e.message;
+  if (/request is too large|message larger than max/i.test(m)) return storageErrors.tooLarge(`Request entity too large: ${m}`);
+  if (/required revision has been compacted/.test(m)) return storageErrors.tooOldMessage('The resourceVersion for the provided list is too old.');
+  // Everything else a client cannot fix: etcd down, a deadline, an open circuit breaker, leader loss.
+  return storageErrors.unavailable(`etcd: ${m}`);
+}

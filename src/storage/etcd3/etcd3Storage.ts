@@ -1,0 +1,225 @@
+// The etcd3 backend (k8s.io/apiserver pkg/storage/etcd3/store.go behind its cacher): writes are etcd
+// transactions that compare the key's mod_revision, reads are served from a watch cache that one
+// etcd watch feeds. Consistent reads (resourceVersion "") first learn etcd's current revision and wait
+// for the cache to reach it, so a write acknowledged by any replica is seen by the next read on another.
+import { parseRV } from '../../apimachinery/resourceVersion.js';
+import type { KubeObject } from '../../apimachinery/types.js';
+import { CacheReader, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
+import { ObjectCache } from '../cacher/objectCache.js';
+import { storageErrors } from '../errors.js';
+import type { CacheView, Entry, ListOptions, ListResult, Preconditions, Storage, TryUpdate, UpdateOptions } from '../interfaces.js';
+import { checkPreconditions, checkSize, sameObject, stamped } from '../objects.js';
+import { CacheFeed } from './cacheFeed.js';
+import type { EtcdClient, IRangeResponse, ITxnResponse } from './client.js';
+import { decodeEntry, EtcdKeys, encodeValue, revision, storageErrorOf } from './codec.js';
+
+/** Re-runs of a try-update whose object kept changing under it before giving up with a conflict. */
+const maxUpdateAttempts = 10;
+
+export interface Etcd3StorageOptions {
+  client: EtcdClient;
+  /** Where this resource's keys live, without a trailing "/" (e.g. "/registry/farm.example.com/llamas"). */
+  prefix: string;
+  /** Changes kept in the watch cache for watches and lists at an older resourceVersion. */
+  historyLimit: number;
+  /** How long start() waits for the first sync with etcd (default 10 s). */
+  startTimeoutMs?: number;
+}
+
+export class Etcd3Storage extends CacheReader implements Storage {
+  /** Read-only to everyone else: only the etcd watch feeds the cache. */
+  readonly view: CacheView;
+  private readonly objects: ObjectCache;
+  private readonly feed: CacheFeed;
+  private readonly keys: EtcdKeys;
+  private readonly client: EtcdClient;
+  private readonly startTimeoutMs: number;
+
+  constructor(opts: Etcd3StorageOptions) {
+    const keys = new EtcdKeys(opts.prefix);
+    const cache = new ObjectCache(opts.historyLimit, 0);
+    const feed = new CacheFeed(opts.client, keys, cache);
+    super(cache, () => feed.unavailable());
+    this.objects = cache;
+    this.view = cache;
+    this.feed = feed;
+    this.keys = keys;
+    this.client = opts.client;
+    this.startTimeoutMs = opts.startTimeoutMs ?? 10_000;
+  }
+
+  /** Lists the prefix into the cache and starts following etcd; resolves once the cache is synced. */
+  start(): Promise<void> { return this.feed.start(this.startTimeoutMs); }
+
+  /** Stops following etcd (the client is the caller's to close). */
+  stop(): Promise<void> { return this.feed.stop(); }
+
+  /** Compacts etcd's history up to `revision` (kube's compactor, run by tests until ours exists). */
+  compact(revision: number): Promise<void> { return this.call(() => this.client.compact(revision)); }
+
+  override async waitUntilFresh(resourceVersion: string): Promise<void> {
+    const rv = parseRV(resourceVersion);
+    if (rv === undefined || rv <= this.objects.resourceVersion) return;
+    if (!(await this.waitForCache(rv))) throw storageErrors.tooLargeResourceVersion(resourceVersion, this.objects.resourceVersion);
+  }
+
+  override async get(key: string, resourceVersion = ''): Promise<Entry | undefined> {
+    if (resourceVersion === '') await this.consistentRead();
+    return super.get(key, resourceVersion);
+  }
+
+  override async list(opts: ListOptions): Promise<ListResult> {
+    if (opts.resourceVersion === '' && !opts.continue) await this.consistentRead();
+    return super.list(opts);
+  }
+
+  async create(key: string, object: KubeObject): Promise<Entry> {
+    const value = encodeValue(object);
+    checkSize(stamped(key, object, this.objects.resourceVersion + 1), undefined);
+    const k = this.keys.key(key);
+    const txn = await this.txn({
+      compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
+      success: [{ request_put: { key: k, value: Buffer.from(value) } }],
+    });
+    if (!txn.succeeded) throw storageErrors.exists(key);
+    return this.committed(key, value, revision(txn.header.revision));
+  }
+
+  /**
+   * store.go GuaranteedUpdate: the cached state is a guess, the transaction's compare on mod_revision is
+   * the truth. A lost race re-runs the try-update on the state etcd answered with; an error or a no-op
+   * on cached state is confirmed against etcd first, since the cache may be behind.
+   */
+  async guaranteedUpdate<R>(key: string, tryUpdate: TryUpdate<R>, opts: UpdateOptions = {}) {
+    const k = this.keys.key(key);
+    let current = this.objects.get(key);
+    let confirmed = false;
+    if (!current) [current, confirmed] = [await this.fetch(key), true];
+    for (let attempt = 1; ; attempt++) {
+      let out: Awaited<ReturnType<TryUpdate<R>>>;
+      try {
+        out = await tryUpdate(current);
+      } catch (e) {
+        if (confirmed) throw e;
+        const fresh = await this.fetch(key);
+        confirmed = true;
+        if (fresh?.rv === current?.rv) throw e;
+        current = fresh;
+        continue;
+      }
+      const { object, result } = out;
+      if (current && sameObject(object, current.object)) {
+        // An update that changes nothing is not written (same resourceVersion, no event), once etcd agrees on the state.
+        if (!confirmed) {
+          const fresh = await this.fetch(key);
+          confirmed = true;
+          if (fresh?.rv !== current.rv) { current = fresh; continue; }
+        }
+        return { entry: current, created: false, result };
+      }
+      const value = encodeValue(object);
+      checkSize(stamped(key, object, current?.rv ?? this.objects.resourceVersion + 1), current, opts.allowGrowthPastLimit);
+      const txn = await this.txn({
+        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current?.rv ?? 0 }],
+        success: [{ request_put: { key: k, value: Buffer.from(value) } }],
+        failure: [{ request_range: { key: k } }],
+      });
+      if (txn.succeeded) return { entry: await this.committed(key, value, revision(txn.header.revision)), created: !current, result };
+      if (attempt >= maxUpdateAttempts) throw storageErrors.conflict(key);
+      [current, confirmed] = [this.entryOf(txn.responses[0]?.response_range), true];
+    }
+  }
+
+  async delete(key: string, preconditions: Preconditions = {}): Promise<Entry> {
+    const k = this.keys.key(key);
+    let current = this.objects.get(key);
+    let confirmed = false;
+    if (!current) [current, confirmed] = [await this.fetch(key), true];
+    for (let attempt = 1; ; attempt++) {
+      if (!current) throw storageErrors.notFound(key);
+      try {
+        checkPreconditions(key, current, preconditions);
+      } catch (e) {
+        // A precondition that fails on cached state is checked again on etcd's.
+        if (confirmed) throw e;
+        const fresh = await this.fetch(key);
+        confirmed = true;
+        if (fresh?.rv === current.rv) throw e;
+        current = fresh;
+        continue;
+      }
+      const txn = await this.txn({
+        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.rv }],
+        success: [{ request_delete_range: { key: k } }],
+        failure: [{ request_range: { key: k } }],
+      });
+      if (txn.succeeded) {
+        const rv = revision(txn.header.revision);
+        await this.objects.waitUntilFresh(rv, FRESHNESS_WAIT_MS);
+        // The deleted state (the compare proved it was the last one), at the deletion's revision.
+        return stamped(key, current.object, rv);
+      }
+      if (attempt >= maxUpdateAttempts) throw storageErrors.conflict(key);
+      [current, confirmed] = [this.entryOf(txn.responses[0]?.response_range), true];
+    }
+  }
+
+  /**
+   * A write is acknowledged once this replica's cache has it, so the writer's next read here (and
+   * the reader's resourceVersion) sees it; the cache's own entry is handed back when it is the one written.
+   */
+  private async committed(key: string, value: string, rv: number): Promise<Entry> {
+    await this.objects.waitUntilFresh(rv, FRESHNESS_WAIT_MS);
+    const cached = this.objects.get(key);
+    return cached?.rv === rv ? cached : stamped(key, JSON.parse(value) as KubeObject, rv);
+  }
+
+  /**
+   * KEP-2340 consistent read from the cache: etcd's current revision, then wait for the cache to reach
+   * it, asking for progress meanwhile. Any linearizable range's header carries the store's revision:
+   * a single key costs less than the prefix (etcd counts a range even with a limit).
+   */
+  private async consistentRead(): Promise<void> {
+    const down = this.feed.unavailable();
+    if (down) throw storageErrors.unavailable(down);
+    const res = await this.call(() => this.client.range({ key: this.keys.range().key, keys_only: true }));
+    const rev = revision(res.header.revision);
+    if (await this.waitForCache(rev)) return;
+    const why = this.feed.unavailable();
+    if (why) throw storageErrors.unavailable(why);
+    throw storageErrors.tooLargeResourceVersion(String(rev), this.objects.resourceVersion);
+  }
+
+  /** True once the cache reached `rv`, false after the watch cache's 3 s; asks etcd for progress meanwhile. */
+  private async waitForCache(rv: number): Promise<boolean> {
+    if (rv <= this.objects.resourceVersion) return true;
+    const done = this.feed.wantProgress();
+    try {
+      return await this.objects.waitUntilFresh(rv, FRESHNESS_WAIT_MS);
+    } finally {
+      done();
+    }
+  }
+
+  /** The key's state in etcd now (linearizable). */
+  private async fetch(key: string): Promise<Entry | undefined> {
+    return this.entryOf(await this.call(() => this.client.range({ key: this.keys.key(key) })));
+  }
+
+  private entryOf(res: IRangeResponse | undefined): Entry | undefined {
+    const kv = res?.kvs[0];
+    return kv ? decodeEntry(this.keys, kv) : undefined;
+  }
+
+  private txn(req: Parameters<EtcdClient['txn']>[0]): Promise<ITxnResponse> {
+    return this.call(() => this.client.txn(req));
+  }
+
+  private async call<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (e) {
+      throw storageErrorOf(e);
+    }
+  }
+}

@@ -1,0 +1,276 @@
+// What the etcd3 backend adds to the storage contract, against a real etcd: replicas sharing one etcd
+// (same changes in the same order at the same resourceVersions, watches and consistent reads across
+// them), an etcd outage (unavailable, then recovery without losing a change), a compacted resume
+// (relist, watchers closed, older resourceVersions TooOld) and the layout of keys and values in etcd.
+import assert from 'node:assert/strict';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Etcd3 } from 'etcd3';
+import { connectEtcd, type EtcdClient } from '../../src/storage/etcd3/client.js';
+import { Etcd3Storage } from '../../src/storage/etcd3/etcd3Storage.js';
+import { isStorageError } from '../../src/storage/errors.js';
+import type { Change, Entry, WatchItem } from '../../src/storage/interfaces.js';
+import { freePort } from '../cluster/controlPlane.js';
+import { startEtcd, type TestEtcd } from '../helpers/etcd.js';
+import { describeItem, llama, rejectsWithCode, takeItems, withLabels, within } from './harness.js';
+
+const CASE = { timeout: 45_000 };
+const PREFIX = '/registry/farm.example.com/llamas';
+
+let etcd: TestEtcd;
+before(async () => { etcd = await startEtcd(); });
+after(() => etcd?.stop());
+
+interface Replica { storage: Etcd3Storage; client: EtcdClient }
+const open: Replica[] = [];
+let prefixes = 0;
+
+async function replica(prefix: string, url = etcd.url): Promise<Etcd3Storage> {
+  const client = connectEtcd({ hosts: [url] });
+  const storage = new Etcd3Storage({ client, prefix, historyLimit: 1000 });
+  open.push({ storage, client });
+  await storage.start();
+  return storage;
+}
+
+async function closeAll(): Promise<void> {
+  for (const r of open.splice(0)) {
+    await r.storage.stop();
+    r.client.close();
+  }
+}
+
+const freshPrefix = () => `${PREFIX}-${++prefixes}`;
+
+/** Polls (bounded) until `cond` holds. */
+async function eventually(cond: () => boolean, what: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const changeLine = (c: Change) => `${c.type} ${c.entry.key}@${c.rv} ${c.entry.json}`;
+const increment = (s: Etcd3Storage, key: string) => s.guaranteedUpdate(key, async (cur) => {
+  const n = (cur?.object.spec as { n?: number } | undefined)?.n ?? 0;
+  return { object: { ...(cur?.object ?? llama(key)), spec: { n: n + 1 } }, result: n + 1 };
+});
+
+/** A loopback TCP proxy to etcd that can be cut and restored: a network partition of one replica. */
+class Partition {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  constructor(readonly port: number, private readonly target: number) {}
+
+  get url(): string { return `http://127.0.0.1:${this.port}`; }
+
+  async connect(): Promise<void> {
+    const server = createServer((down) => {
+      const up = connect(this.target, '127.0.0.1');
+      for (const s of [down, up]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => { down.destroy(); up.destroy(); });
+      }
+      down.pipe(up);
+      up.pipe(down);
+    });
+    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(this.port, '127.0.0.1', resolve); });
+    this.server = server;
+  }
+
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+describe('Etcd3Storage on a real etcd', () => {
+  after(closeAll);
+
+  it('two replicas: writes through either are seen by both caches, in the same order, at the same resourceVersions', CASE, async (t) => {
+    const prefix = freshPrefix();
+    const [a, b] = [await replica(prefix), await replica(prefix)];
+    const seen: [string[], string[]] = [[], []];
+    a.view.subscribe((c) => seen[0].push(changeLine(c)));
+    b.view.subscribe((c) => seen[1].push(changeLine(c)));
+    const rvs: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const [w, other] = i % 2 ? [a, b] : [b, a];
+      rvs.push((await w.create(`ns/o${i}`, llama(`ns/o${i}`))).rv);
+      rvs.push((await increment(other, `ns/o${i}`)).entry.rv);
+      if (i % 3 === 0) rvs.push((await w.delete(`ns/o${i}`)).rv);
+    }
+    // Racing writers on both replicas: retried transactions lose nothing (a Conflict after 10 lost races is
+    // retried as a client retries a 409).
+    let conflicts = 0;
+    await Promise.all([a, b, a, b].map(async (s) => {
+      for (let i = 0; i < 10; i++) {
+        for (let tries = 1; ; tries++) {
+          try {
+            await increment(s, 'ns/counter');
+            break;
+          } catch (e) {
+            if (!isStorageError(e, 'Conflict') || tries >= 20) throw e;
+            conflicts++;
+          }
+        }
+      }
+    }));
+    t.diagnostic(`4 racing writers x 10 increments: ${conflicts} Conflict answers retried`);
+    const last = Math.max(a.resourceVersion, b.resourceVersion);
+    await Promise.all([a.waitUntilFresh(String(last)), b.waitUntilFresh(String(last))]);
+    assert.equal(seen[0].length, 20 + 20 + 7 + 40);
+    assert.deepEqual(seen[1], seen[0]);
+    assert.deepEqual((await b.get('ns/counter'))?.object.spec, { n: 40 });
+    for (let i = 1; i < rvs.length; i++) assert.ok(rvs[i] > rvs[i - 1], 'resourceVersions increase across replicas');
+  });
+
+  it('a client lists on one replica and watches from that resourceVersion on another: every later change, in order', CASE, async () => {
+    const prefix = freshPrefix();
+    const [a, b] = [await replica(prefix), await replica(prefix)];
+    await a.create('ns/x', llama('ns/x'));
+    const listed = await a.list({ prefix: 'ns/', resourceVersion: '', resourceVersionMatch: '', continue: '', limit: 0, predicate: {} });
+    const y = await a.create('ns/y', llama('ns/y'));
+    const x2 = (await increment(a, 'ns/x')).entry;
+    const w = await b.watch({ prefix: 'ns/', fromRV: listed.resourceVersion, predicate: {}, capacity: 100 });
+    try {
+      const gone = await a.delete('ns/y');
+      const items = await takeItems(w, 3);
+      assert.deepEqual(items.map(describeItem), [`ADDED ns/y@${y.rv}`, `MODIFIED ns/x@${x2.rv}`, `DELETED ns/y@${gone.rv}`]);
+      assert.deepEqual(items.map((i) => ('entry' in i ? i.entry : undefined)), [y, x2, gone], 'the same entries the writer got back');
+    } finally {
+      w.close();
+    }
+  });
+
+  it('consistent reads on a replica see a write acknowledged by another at once, even when nothing under its prefix changed since', CASE, async () => {
+    const prefix = freshPrefix();
+    const [a, b] = [await replica(prefix), await replica(prefix)];
+    for (let i = 0; i < 30; i++) {
+      const e = await a.create(`ns/o${i}`, llama(`ns/o${i}`));
+      assert.deepEqual(await b.get(`ns/o${i}`), e, `get ${i}`);
+      const l = await b.list({ prefix: 'ns/', resourceVersion: '', resourceVersionMatch: '', continue: '', limit: 0, predicate: {} });
+      assert.equal(l.items.length, i + 1);
+      assert.ok(l.resourceVersion >= e.rv);
+    }
+    // A write elsewhere in etcd moves its revision past b's cache: only a progress notification can catch b up.
+    const other = await replica(freshPrefix());
+    const elsewhere = await other.create('ns/z', llama('ns/z'));
+    assert.ok(b.resourceVersion < elsewhere.rv);
+    const started = Date.now();
+    await within(b.get('ns/o0'), 1_000, 'a consistent get after a write under another prefix');
+    assert.ok(b.resourceVersion >= elsewhere.rv, `b's cache advanced to ${b.resourceVersion} by a progress notification`);
+    assert.ok(Date.now() - started < 1_000);
+    // Waiting for a revision ahead of the cache asks for progress too.
+    const later = await other.create('ns/z2', llama('ns/z2'));
+    await within(b.waitUntilFresh(String(later.rv)), 1_000, 'waitUntilFresh for a revision written under another prefix');
+  });
+
+  it('etcd down: unavailable and Unavailable errors, never a hang; back up: the caches resume and no change is lost', { timeout: 60_000 }, async () => {
+    const prefix = freshPrefix();
+    const [a, b] = [await replica(prefix), await replica(prefix)];
+    const before = await a.create('ns/before', llama('ns/before'));
+    const w = await b.watch({ prefix: 'ns/', fromRV: before.rv, predicate: {}, capacity: 100 });
+    try {
+      await etcd.kill();
+      await eventually(() => a.unavailable() !== undefined && b.unavailable() !== undefined, 'both replicas notice', 10_000);
+      await rejectsWithCode(within(a.create('ns/during', llama('ns/during')), 8_000, 'a write while etcd is down'), 'Unavailable');
+      await rejectsWithCode(within(b.get('ns/before'), 8_000, 'a consistent read while etcd is down'), 'Unavailable');
+      await etcd.restart();
+      await eventually(() => a.unavailable() === undefined && b.unavailable() === undefined, 'both replicas resync', 20_000);
+      assert.equal(w.closedReason, undefined, 'a watch survives the outage (no compaction: resumed, not relisted)');
+      assert.deepEqual(await a.get('ns/before'), before, 'the acknowledged write survived');
+      assert.equal(await a.get('ns/during'), undefined, 'the failed write did not happen');
+      const after1 = await b.create('ns/after', llama('ns/after'));
+      const after2 = (await increment(a, 'ns/before')).entry;
+      const items: WatchItem[] = await takeItems(w, 2);
+      assert.deepEqual(items.map(describeItem), [`ADDED ns/after@${after1.rv}`, `MODIFIED ns/before@${after2.rv}`]);
+      assert.deepEqual(await a.get('ns/after'), after1);
+    } finally {
+      w.close();
+    }
+  });
+
+  it('a replica cut off while etcd compacts past its cache relists: its watchers close, older resourceVersions are TooOld, the state is current', CASE, async () => {
+    const prefix = freshPrefix();
+    const partition = new Partition(await freePort(), Number(new URL(etcd.url).port));
+    await partition.connect();
+    try {
+      const a = await replica(prefix);
+      const b = await replica(prefix, partition.url);
+      const x = await a.create('ns/x', llama('ns/x'));
+      await b.waitUntilFresh(String(x.rv));
+      const w = await b.watch({ prefix: 'ns/', fromRV: x.rv, predicate: {}, capacity: 100 });
+      await partition.cut();
+      await eventually(() => b.unavailable() !== undefined, 'the cut-off replica notices', 10_000);
+      const y = await a.create('ns/y', llama('ns/y'));
+      const x2 = (await increment(a, 'ns/x')).entry;
+      await a.compact(a.resourceVersion);
+      await partition.connect();
+      await eventually(() => b.unavailable() === undefined, 'the replica resyncs', 20_000);
+      assert.equal(await within(w.next(), 2_000, 'the watcher ends'), undefined);
+      assert.equal(w.closedReason, 'closed');
+      await rejectsWithCode(b.watch({ prefix: 'ns/', fromRV: x.rv, predicate: {}, capacity: 100 }), 'TooOld');
+      const listed = await b.list({ prefix: 'ns/', resourceVersion: '0', resourceVersionMatch: '', continue: '', limit: 0, predicate: {} });
+      assert.deepEqual(listed.items, [x2, y]);
+      // a, which followed every change, still serves its history (the watch cache's window, not etcd's).
+      const replay = await a.watch({ prefix: 'ns/', fromRV: x.rv, predicate: {}, capacity: 100 });
+      try {
+        assert.deepEqual((await takeItems(replay, 2)).map(describeItem), [`ADDED ns/y@${y.rv}`, `MODIFIED ns/x@${x2.rv}`]);
+      } finally {
+        replay.close();
+      }
+    } finally {
+      await partition.cut();
+    }
+  });
+
+  it('etcd holds "<prefix>/<ns>/<name>" → the object without resourceVersion; the resourceVersion is its mod_revision', CASE, async () => {
+    const prefix = freshPrefix();
+    const s = await replica(prefix);
+    const created = await s.create('ns/a', withLabels(llama('ns/a'), { app: 'farm' }));
+    const updated = (await increment(s, 'ns/a')).entry;
+    const raw = new Etcd3({ hosts: [etcd.url] });
+    try {
+      const res = await raw.kv.range({ key: Buffer.from(`${prefix}/ns/a`) });
+      assert.equal(res.kvs.length, 1);
+      const stored = JSON.parse(res.kvs[0].value.toString()) as { metadata: Record<string, unknown> };
+      assert.equal('resourceVersion' in stored.metadata, false, res.kvs[0].value.toString());
+      const { resourceVersion, ...metadata } = updated.object.metadata;
+      assert.equal(resourceVersion, String(updated.rv));
+      assert.deepEqual(stored, { ...updated.object, metadata }, 'the object as stored, less its resourceVersion');
+      assert.equal(Number(res.kvs[0].mod_revision), updated.rv);
+      assert.equal(Number(res.kvs[0].create_revision), created.rv);
+      const all = await raw.getAll().prefix(`${prefix}/`).keys();
+      assert.deepEqual(all, [`${prefix}/ns/a`]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('latency of writes through the etcd backend (reported, bounded loosely)', CASE, async (t) => {
+    const s = await replica(freshPrefix());
+    const timed = async (n: number, op: (i: number) => Promise<unknown>) => {
+      const ms: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await op(i);
+        ms.push(performance.now() - t0);
+      }
+      ms.sort((x, y) => x - y);
+      return { p50: ms[Math.floor(n / 2)], p99: ms[Math.floor(n * 0.99)], mean: ms.reduce((x, y) => x + y, 0) / n };
+    };
+    const create = await timed(300, (i) => s.create(`ns/o${i}`, llama(`ns/o${i}`)));
+    const update = await timed(300, (i) => increment(s, `ns/o${i}`));
+    const get = await timed(300, (i) => s.get(`ns/o${i}`));
+    const entries: Entry[] = (await s.list({ prefix: 'ns/', resourceVersion: '', resourceVersionMatch: '', continue: '', limit: 0, predicate: {} })).items;
+    assert.equal(entries.length, 300);
+    const fmt = (r: { p50: number; p99: number; mean: number }) => `p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, mean ${r.mean.toFixed(2)} ms`;
+    t.diagnostic(`create: ${fmt(create)}; update: ${fmt(update)}; consistent get: ${fmt(get)}`);
+    assert.ok(create.p50 < 100 && update.p50 < 100, 'a write through a local etcd takes milliseconds');
+  });
+});
