@@ -125,3 +125,14 @@ test('a generated name that is taken is drawn again, up to 8 times; then 409 Alr
     assert.equal(named.status, 409, 'an explicit name is never redrawn');
   } finally { await t.close(); }
 });
+
+test('a watch parses its selectors before includeObject (get.go: the watch opens, then the transform is chosen); no watcher is left behind', async () => {
+  const before = s.server.watchers.size;
+  const r = await s.request('GET', `${base}/namespaces/a/llamas?watch=true&fieldSelector=spec.weight%3D1&includeObject=bogus`);
+  assert.equal(r.status, 400, r.body);
+  assert.match(r.json<{ message: string }>().message, /field label not supported: spec\.weight/);
+  const bad = await s.request('GET', `${base}/namespaces/a/llamas?watch=true&includeObject=bogus`);
+  assert.equal(bad.status, 400, bad.body);
+  assert.match(bad.json<{ message: string }>().message, /includeObject=bogus is not supported/);
+  assert.equal(s.server.watchers.size, before);
+});

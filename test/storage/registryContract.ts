@@ -201,6 +201,19 @@ function updateCases(make: MakeStorage): void {
       }
     }));
 
+    it('a patch removing the last finalizer still deletes when another write lands while it runs (only the request\'s preconditions)', opts, withStore(make, {}, async ({ store, storage }) => {
+      await create(store, llamaObj('racer', undefined, { finalizers: ['farm.example.com/keep'] }));
+      assert.equal((await del(store, 'racer')).deleted, false);
+      let calls = 0;
+      await store.update(ctx, 'racer', async (current) => {
+        calls++;
+        // A labels write commits while the finalizer-removing patch is in flight (once).
+        if (calls === 1) await storage.guaranteedUpdate(`${NS}/racer`, async (c) => ({ object: withMeta(c!.object, { labels: { round: '1' } }), result: 0 }));
+        return decoded(withMeta(current, { finalizers: [] }), []);
+      }, patch);
+      await rejectsWithApiError(store.get(ctx, 'racer', ''), 404);
+    }));
+
     it('an objInfo runs again when a concurrent write lands during it; only the committed attempt\'s warnings return', opts, withStore(make, {}, async ({ store, storage }) => {
       const cur = await create(store, llamaObj('raced'));
       let calls = 0;

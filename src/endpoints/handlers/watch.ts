@@ -28,7 +28,7 @@ interface WatchRequest {
 }
 
 export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyReply, ctx: RequestContext, listOpts: ListOptions): Promise<FastifyReply> {
-  const w: WatchRequest = { def: scope.def, out: negotiate(req.headers.accept, 'watch'), includeObject: parseIncludeObject(one(req.query, 'includeObject')) };
+  const out = negotiate(req.headers.accept, 'watch');
   const settings = scope.opts.watch;
   let watcher: Watcher | undefined;
   let tooOld: ApiError | undefined;
@@ -40,6 +40,15 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     if (!(e instanceof ApiError && e.code === 410)) throw e;
     tooOld = e;
   }
+  // Upstream reads includeObject only once the watch is open (selectors are parsed first).
+  let includeObject: IncludeObject;
+  try {
+    includeObject = parseIncludeObject(one(req.query, 'includeObject'));
+  } catch (e) {
+    watcher?.close();
+    throw e;
+  }
+  const w: WatchRequest = { def: scope.def, out, includeObject };
   // The client may have gone while authentication/authorization awaited: keep nothing open then.
   if (req.raw.socket.destroyed) {
     watcher?.close();

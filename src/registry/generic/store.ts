@@ -18,7 +18,7 @@ import { ObjectRules, type Strategy } from './strategy.js';
 const MAX_NAME_GENERATION_ATTEMPTS = 8;
 
 /** Thrown out of a try-update whose result removed the last finalizer of an object being deleted. */
-class EmptiedFinalizers { constructor(readonly current: Entry) {} }
+class EmptiedFinalizers { constructor(readonly uid: string | undefined) {} }
 
 export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDeleter, CollectionDeleter {
   private readonly storage: DryRunnableStorage;
@@ -57,24 +57,25 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
         // No create-on-update: a missing object is NotFound before anything else.
         if (!current) throw errors.notFound(this.gr, name);
         const warnings: string[] = [];
-        const next = await this.updatedObject(current, objInfo, opts, warnings, name);
+        const { next, uid } = await this.updatedObject(current, objInfo, opts, warnings, name);
         // Removing the last finalizer of an object being deleted completes the deletion (below).
-        if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) throw new EmptiedFinalizers(current);
+        if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) throw new EmptiedFinalizers(uid);
         return { object: next, result: warnings };
       }, opts.dryRun));
       return { entry, created, warnings: result };
     } catch (e) {
       if (!(e instanceof EmptiedFinalizers)) throw e;
-      // deleteWithoutFinalizers: what is deleted (and reported) is the last stored state.
-      const { uid, resourceVersion } = e.current.object.metadata;
-      const entry = await interpreted(this.gr, name, () => this.storage.delete(key, { uid, resourceVersion }, opts.dryRun));
+      // deleteWithoutFinalizers: what is deleted (and reported) is the last stored state, with only the
+      // request's own preconditions (DefaultUpdatedObjectInfo: a PUT body's uid; none for a patch).
+      const entry = await interpreted(this.gr, name, () => this.storage.delete(key, { uid: e.uid }, opts.dryRun));
       return { entry, created: false, warnings: [] };
     }
   }
 
   /** The object an update stores: the caller's, checked against the current one, prepared and validated. */
-  private async updatedObject(current: Entry, objInfo: UpdatedObjectInfo, opts: UpdateOptions, warnings: string[], name: string): Promise<KubeObject> {
+  private async updatedObject(current: Entry, objInfo: UpdatedObjectInfo, opts: UpdateOptions, warnings: string[], name: string): Promise<{ next: KubeObject; uid?: string }> {
     const { object, findings } = await objInfo(current.object);
+    const uid = opts.patch ? undefined : object.metadata.uid;
     const rv = object.metadata.resourceVersion;
     // A PUT without resourceVersion is Invalid, worded with the resource as kind and Go's %#v of uint64(0).
     if (!rv && !opts.patch) {
@@ -83,9 +84,10 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
     }
     // Optimistic concurrency first (as upstream), then the new object is prepared and validated.
     if (rv && rv !== current.object.metadata.resourceVersion) throw errors.conflict(this.gr, name, MODIFIED);
-    return this.rules.prepareForUpdate(new Pacer(), warnings, {
+    const next = await this.rules.prepareForUpdate(new Pacer(), warnings, {
       obj: object, old: current.object, fieldValidation: opts.fieldValidation, findings, patch: opts.patch,
     });
+    return { next, uid };
   }
 
   async delete(ctx: RequestContext, name: string, opts: DeleteOptions, dryRun: boolean): Promise<{ entry: Entry; deleted: boolean }> {
