@@ -205,13 +205,14 @@ function updateCases(make: MakeStorage): void {
       await create(store, llamaObj('racer', undefined, { finalizers: ['farm.example.com/keep'] }));
       assert.equal((await del(store, 'racer')).deleted, false);
       let calls = 0;
-      await store.update(ctx, 'racer', async (current) => {
+      const r = await store.update(ctx, 'racer', async (current) => {
         calls++;
         // A labels write commits while the finalizer-removing patch is in flight (once).
         if (calls === 1) await storage.guaranteedUpdate(`${NS}/racer`, async (c) => ({ object: withMeta(c!.object, { labels: { round: '1' } }), result: 0 }));
-        return decoded(withMeta(current, { finalizers: [] }), []);
+        return decoded(withMeta(current, { finalizers: [] }), [`finding ${calls}`]);
       }, patch);
       await rejectsWithApiError(store.get(ctx, 'racer', ''), 404);
+      assert.deepEqual(r.warnings, [`finding ${calls}`], 'the deciding attempt\'s warnings come back too');
     }));
 
     it('an objInfo runs again when a concurrent write lands during it; only the committed attempt\'s warnings return', opts, withStore(make, {}, async ({ store, storage }) => {

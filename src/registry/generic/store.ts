@@ -18,7 +18,7 @@ import { ObjectRules, type Strategy } from './strategy.js';
 const MAX_NAME_GENERATION_ATTEMPTS = 8;
 
 /** Thrown out of a try-update whose result removed the last finalizer of an object being deleted. */
-class EmptiedFinalizers { constructor(readonly uid: string | undefined) {} }
+class EmptiedFinalizers { constructor(readonly uid: string | undefined, readonly warnings: string[]) {} }
 
 export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDeleter, CollectionDeleter {
   private readonly storage: DryRunnableStorage;
@@ -59,7 +59,7 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
         const warnings: string[] = [];
         const { next, uid } = await this.updatedObject(current, objInfo, opts, warnings, name);
         // Removing the last finalizer of an object being deleted completes the deletion (below).
-        if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) throw new EmptiedFinalizers(uid);
+        if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) throw new EmptiedFinalizers(uid, warnings);
         return { object: next, result: warnings };
       }, opts.dryRun));
       return { entry, created, warnings: result };
@@ -68,7 +68,7 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
       // deleteWithoutFinalizers: what is deleted (and reported) is the last stored state, with only the
       // request's own preconditions (DefaultUpdatedObjectInfo: a PUT body's uid; none for a patch).
       const entry = await interpreted(this.gr, name, () => this.storage.delete(key, { uid: e.uid }, opts.dryRun));
-      return { entry, created: false, warnings: [] };
+      return { entry, created: false, warnings: e.warnings };
     }
   }
 
