@@ -42,13 +42,15 @@ export function https(c: HttpsCall): Promise<HttpsResult> {
       ca: pem(c.ca), cert: pem(c.cert), key: pem(c.key),
       timeout: c.timeoutMs ?? 15_000,
     }, (r) => {
+      // Read while the socket is open: once a response ends its socket may be closed (port undefined).
+      const localPort = r.socket?.localPort;
       let text = '';
       r.setEncoding('utf8');
       r.on('data', (d: string) => (text += d));
       r.on('end', () => {
         let json: unknown;
         try { json = JSON.parse(text); } catch { json = undefined; }
-        res({ status: r.statusCode ?? 0, headers: r.headers, body: text, json, localPort: r.socket?.localPort });
+        res({ status: r.statusCode ?? 0, headers: r.headers, body: text, json, localPort });
       });
     });
     req.on('timeout', () => req.destroy(new Error(`timeout: ${c.method ?? 'GET'} ${c.url}`)));
