@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { parseGoDuration } from './apimachinery/duration.js';
 import { MAX_BODY_BYTES } from './endpoints/bodies.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -46,8 +47,28 @@ export interface Config {
   maxBodyBytes: number;
   /** Grace period for in-flight requests on SIGTERM/SIGINT before connections are forced closed. */
   shutdownTimeoutSeconds: number;
+  /** Where llamas are kept: in this process (lost on exit) or in etcd (shared by replicas). */
+  storageBackend: StorageBackendName;
+  /** Set exactly when storageBackend is etcd3. */
+  etcd?: EtcdConfig;
   /** --help was given: the caller prints usage() and exits 0. Other fields are then defaults. */
   help: boolean;
+}
+
+export const STORAGE_BACKENDS = ['memory', 'etcd3'] as const;
+export type StorageBackendName = (typeof STORAGE_BACKENDS)[number];
+
+/** Where and how the etcd3 backend connects (kube-apiserver's --etcd-* flags). */
+export interface EtcdConfig {
+  /** Client URLs, http:// or https://. */
+  servers: string[];
+  /** Keys live under <prefix>/farm.example.com/<resource>/. */
+  prefix: string;
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  /** 0 = this server never compacts etcd. */
+  compactionIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -65,7 +86,8 @@ export interface ConfigProbes {
 type OptKey =
   | 'port' | 'bindAddress' | 'certDir' | 'standalone' | 'logLevel' | 'kubeconfig'
   | 'tlsCertFile' | 'tlsKeyFile' | 'watchHistory' | 'watchQueue' | 'bookmarkIntervalSeconds'
-  | 'shutdownTimeoutSeconds';
+  | 'shutdownTimeoutSeconds' | 'storageBackend' | 'etcdServers' | 'etcdPrefix' | 'etcdCaFile'
+  | 'etcdCertFile' | 'etcdKeyFile' | 'etcdCompactionInterval';
 
 interface OptSpec {
   key: OptKey;
@@ -86,6 +108,27 @@ const intIn = (min: number, max: number) =>
   z.string().regex(/^[0-9]+$/).transform(Number).pipe(z.number().int().min(min).max(max));
 
 const nonEmpty = z.string().trim().min(1);
+
+/** http(s)://host:port, as etcd's client URLs are written (no path, query or credentials). */
+function isEtcdUrl(s: string): boolean {
+  if (!/^https?:\/\//.test(s)) return false;
+  try {
+    const u = new URL(s);
+    return u.hostname !== '' && u.username === '' && u.password === '' && (u.pathname === '/' || u.pathname === '') && u.search === '' && u.hash === '';
+  } catch {
+    return false;
+  }
+}
+
+const etcdServers = z.string().transform((s) => s.split(',').map((x) => x.trim()))
+  .pipe(z.array(z.string().refine(isEtcdUrl)).min(1).max(32));
+
+/** An absolute key prefix without a trailing or doubled slash, in printable ASCII (it is part of every key). */
+const etcdPrefix = z.string().regex(/^(\/[\x21-\x2e\x30-\x7e]+)+$/);
+
+/** A Go duration (kube's flag syntax): 0 turns it off, else at least a second. */
+const compactionInterval = z.string().transform((s) => parseGoDuration(s) ?? -1)
+  .pipe(z.number().refine((ms) => ms === 0 || (ms >= 1000 && ms <= 366 * 24 * 3600 * 1000)));
 
 const boolText = z
   .string()
@@ -157,6 +200,41 @@ export const OPTIONS: readonly OptSpec[] = [
     defaultText: '5', help: 'grace period for in-flight requests on SIGTERM/SIGINT',
     expected: 'expected an integer between 0 and 300', schema: intIn(0, 300),
   },
+  {
+    key: 'storageBackend', flag: '--storage-backend', metavar: '<name>', env: 'FARM_STORAGE_BACKEND', defaultText: 'memory',
+    help: 'where llamas are stored: memory (this process only) or etcd3 (shared by replicas, kept across restarts)',
+    expected: `expected one of ${STORAGE_BACKENDS.join(', ')}`, schema: z.enum(STORAGE_BACKENDS),
+  },
+  {
+    key: 'etcdServers', flag: '--etcd-servers', metavar: '<urls>', env: 'FARM_ETCD_SERVERS', defaultText: '(none; required with etcd3)',
+    help: 'comma-separated etcd client URLs (http:// or https://)',
+    expected: 'expected comma-separated http:// or https:// URLs with a host (at most 32)', schema: etcdServers,
+  },
+  {
+    key: 'etcdPrefix', flag: '--etcd-prefix', metavar: '<prefix>', env: 'FARM_ETCD_PREFIX', defaultText: '/registry',
+    help: 'etcd key prefix; llamas live under <prefix>/farm.example.com/llamas/',
+    expected: 'expected an absolute key path such as /registry (no trailing or doubled /, printable ASCII)', schema: etcdPrefix,
+  },
+  {
+    key: 'etcdCaFile', flag: '--etcd-cafile', metavar: '<path>', env: 'FARM_ETCD_CAFILE', defaultText: '(system roots)',
+    help: 'CA bundle (PEM) that verifies the etcd servers',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'etcdCertFile', flag: '--etcd-certfile', metavar: '<path>', env: 'FARM_ETCD_CERTFILE', defaultText: '(none)',
+    help: 'client certificate (PEM) for etcd',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'etcdKeyFile', flag: '--etcd-keyfile', metavar: '<path>', env: 'FARM_ETCD_KEYFILE', defaultText: '(none)',
+    help: 'client private key (PEM) for etcd',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'etcdCompactionInterval', flag: '--etcd-compaction-interval', metavar: '<duration>', env: 'FARM_ETCD_COMPACTION_INTERVAL', defaultText: '5m',
+    help: 'how often one replica compacts etcd history (Go duration; 0 = never)',
+    expected: 'expected a Go duration of at least 1s (e.g. 5m, 1h30m) or 0', schema: compactionInterval,
+  },
 ];
 
 const BY_FLAG = new Map(OPTIONS.map((o) => [o.flag, o]));
@@ -178,6 +256,15 @@ const ConfigSchema = z.object({
   bookmarkIntervalSeconds: z.number().int().min(1),
   maxBodyBytes: z.literal(MAX_BODY_BYTES),
   shutdownTimeoutSeconds: z.number().int().min(0),
+  storageBackend: z.enum(STORAGE_BACKENDS),
+  etcd: z.object({
+    servers: z.array(z.string()).min(1),
+    prefix: z.string().min(2),
+    caFile: z.string().min(1).optional(),
+    certFile: z.string().min(1).optional(),
+    keyFile: z.string().min(1).optional(),
+    compactionIntervalMs: z.number().min(0),
+  }).optional(),
   help: z.boolean(),
 });
 
@@ -278,7 +365,39 @@ function defaultsFor(standalone: boolean, inCluster: boolean, certDir = './certs
     bookmarkIntervalSeconds: 60,
     maxBodyBytes: MAX_BODY_BYTES,
     shutdownTimeoutSeconds: 5,
+    storageBackend: 'memory',
     help: false,
+  };
+}
+
+const ETCD_KEYS = ['etcdServers', 'etcdPrefix', 'etcdCaFile', 'etcdCertFile', 'etcdKeyFile', 'etcdCompactionInterval'] as const;
+
+/** The --etcd-* flags belong to the etcd3 backend: given with memory they would be silently ignored, so they are an error. */
+function etcdConfig(backend: StorageBackendName, values: Partial<Record<OptKey, unknown>>, given: Partial<Record<OptKey, Raw>>): EtcdConfig | undefined {
+  const spec = (key: OptKey) => OPTIONS.find((o) => o.key === key)!;
+  if (backend === 'memory') {
+    const stray = ETCD_KEYS.find((k) => given[k]);
+    if (stray) throw invalid(spec(stray), given[stray]!, 'only used with --storage-backend=etcd3 (FARM_STORAGE_BACKEND)');
+    return undefined;
+  }
+  const servers = values.etcdServers as string[] | undefined;
+  if (!servers) {
+    throw new ConfigError('--storage-backend=etcd3 needs --etcd-servers (FARM_ETCD_SERVERS), e.g. https://etcd-0.etcd:2379');
+  }
+  if (given.etcdCertFile && !given.etcdKeyFile) throw invalid(spec('etcdCertFile'), given.etcdCertFile, '--etcd-keyfile (FARM_ETCD_KEYFILE) must be given too');
+  if (given.etcdKeyFile && !given.etcdCertFile) throw invalid(spec('etcdKeyFile'), given.etcdKeyFile, '--etcd-certfile (FARM_ETCD_CERTFILE) must be given too');
+  const tlsGiven = (['etcdCaFile', 'etcdCertFile'] as const).find((k) => given[k]);
+  const plain = servers.find((u) => u.startsWith('http://'));
+  if (tlsGiven && plain) throw invalid(spec(tlsGiven), given[tlsGiven]!, `TLS files need https:// etcd servers, not ${plain}`);
+  if (plain && servers.some((u) => u.startsWith('https://'))) {
+    throw invalid(spec('etcdServers'), given.etcdServers!, 'mixes http:// and https:// servers');
+  }
+  return {
+    servers,
+    prefix: (values.etcdPrefix as string | undefined) ?? '/registry',
+    ...(values.etcdCaFile !== undefined && { caFile: values.etcdCaFile as string }),
+    ...(values.etcdCertFile !== undefined && { certFile: values.etcdCertFile as string, keyFile: values.etcdKeyFile as string }),
+    compactionIntervalMs: (values.etcdCompactionInterval as number | undefined) ?? 5 * 60 * 1000,
   };
 }
 
@@ -331,12 +450,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, probes: Confi
     throw invalid(BY_FLAG.get('--tls-key-file')!, keyGiven, '--tls-cert-file (FARM_TLS_CERT_FILE) must be given too');
   }
 
+  const storageBackend = (values.storageBackend as StorageBackendName | undefined) ?? 'memory';
+  const etcd = etcdConfig(storageBackend, values, given);
+  // The --etcd-* values live in `etcd`, not as top-level fields.
+  const rest = Object.fromEntries(Object.entries(values).filter(([k]) => !(ETCD_KEYS as readonly string[]).includes(k)));
   const merged = {
     ...base,
-    ...(values as Partial<Config>),
+    ...(rest as Partial<Config>),
     standalone,
     certDir,
     tlsFilesExplicit: Boolean(certGiven && keyGiven),
+    storageBackend,
+    ...(etcd && { etcd }),
   };
   if (kubeconfig === undefined) delete merged.kubeconfig;
 

@@ -119,3 +119,32 @@ export function dateCell(value: unknown, now: number = Date.now()): string | nul
   if (t === null) return '<unknown>';
   return humanDuration(now - t);
 }
+
+/** Milliseconds per unit of Go's time.ParseDuration (µ as U+00B5 and U+03BC, as Go accepts both). */
+const goUnits: Record<string, number> = {
+  ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: second, m: minute, h: hour,
+};
+
+/**
+ * Go's time.ParseDuration ("5m", "1h30m", "1.5s", "0"), in milliseconds; undefined when it does not
+ * parse. Flags such as kube's --etcd-compaction-interval take this form.
+ */
+export function parseGoDuration(text: string): number | undefined {
+  const m = /^([-+]?)(.*)$/s.exec(text)!;
+  const body = m[2];
+  if (body === '0') return 0;
+  if (body === '') return undefined;
+  let total = 0;
+  const part = /([0-9]*(?:\.[0-9]*)?)([^0-9.]+)/y;
+  for (let at = 0; at < body.length;) {
+    part.lastIndex = at;
+    const p = part.exec(body);
+    // Go wants digits on at least one side of the dot, and a known unit after every number.
+    if (!p || p[1] === '' || p[1] === '.' || goUnits[p[2]] === undefined) return undefined;
+    total += Number(p[1]) * goUnits[p[2]];
+    at = part.lastIndex;
+  }
+  // Go's limit: about 290 years in nanoseconds.
+  if (total > 9_223_372_036_854) return undefined;
+  return m[1] === '-' ? -total : total;
+}

@@ -45,6 +45,7 @@ describe('loadConfig defaults', () => {
       bookmarkIntervalSeconds: 60,
       maxBodyBytes: MAX_BODY_BYTES,
       shutdownTimeoutSeconds: 5,
+      storageBackend: 'memory',
       help: false,
     });
     assert.equal(MAX_BODY_BYTES, 3 * 1024 * 1024);
