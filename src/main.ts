@@ -18,6 +18,7 @@ import { Upstream } from './upstream/client.js';
 import type { Reflector } from './upstream/reflector.js';
 import { delegation } from './server/delegation.js';
 import { reasonOf, startupFailure, step } from './startup.js';
+import { openStorageBackend } from './storageBackend.js';
 import { VERSION } from './version.js';
 
 /** --log-level debug: start-up failures print their stack too. */
@@ -69,11 +70,16 @@ async function main(): Promise<void> {
   const cluster = !config.standalone && upstream
     ? delegation(upstream, log, (t) => tls?.setClientCAs([t.clientCAPem, t.requestHeader.caPem]))
     : undefined;
-  const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone, upstream, log });
+  const storage = await openStorageBackend(config.etcd, log);
+  log.info(config.etcd ? { servers: config.etcd.servers, prefix: config.etcd.prefix } : {}, `storage: ${storage.name}`);
+  const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone, upstream, log, storage });
   for (const why of resources.omitted) log.info(`not served: ${why}`);
   const reflectors = [...resources.reflectors, ...(cluster?.reflectors ?? [])];
+  // kube-apiserver's order: etcd in every endpoint, etcd-readiness in /readyz only.
+  const livez: HealthCheck[] = [ping, ...storage.livez];
   const readyz: HealthCheck[] = [
-    ping,
+    ...livez,
+    ...storage.readyz,
     { name: 'shutdown', check: () => (shuttingDown ? 'server is shutting down' : undefined) },
     ...reflectors.map(({ name, reflector }) => synced(name, reflector)),
   ];
@@ -83,7 +89,7 @@ async function main(): Promise<void> {
     resources: resources.definitions,
     standalone: config.standalone,
     auth: cluster?.auth ?? { authenticators: [tokenAuthenticator(token)], authorizer: allowAll, rejectAnonymous: true },
-    health: { livez: [ping], readyz },
+    health: { livez, readyz },
     watch: { queueCapacity: config.watchQueue, bookmarkIntervalMs: config.bookmarkIntervalSeconds * 1000 },
     admitCreate: cluster?.admitCreate,
     version: { gitVersion: VERSION },
@@ -92,6 +98,7 @@ async function main(): Promise<void> {
   const { app } = server;
   tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
   for (const { reflector } of reflectors) reflector.start();
+  storage.start();
   // Serve at once (liveness must answer); /readyz stays failing until the trust ConfigMap is read.
   if (cluster) void cluster.trustSynced().then(() => log.info({ server: upstream?.server }, 'cluster mode: read kube-system/extension-apiserver-authentication'));
 
@@ -133,6 +140,7 @@ async function main(): Promise<void> {
     force.unref();
     server.endWatches();
     await app.close();
+    await storage.stop();
     process.exit(0);
   };
   onSignal = (signal) => void shutdown(signal);

@@ -12,7 +12,7 @@ import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
 import type { ResourceDefinition } from '../../src/registry/resource.js';
 import { ping } from '../../src/server/observability/health.js';
 import { buildResources } from '../../src/registry/farm/index.js';
-import type { MemoryStorage } from '../../src/storage/memory/memoryStorage.js';
+import type { ResourceStorage } from '../../src/storage/backend.js';
 import { buildServer, type FarmServer, type ServerOptions } from '../../src/server/server.js';
 
 export interface Response { status: number; headers: Record<string, string | string[] | undefined>; body: string; json<T = any>(): T }
@@ -21,7 +21,7 @@ export interface TestServer {
   url: string; token: string; caPem: string; dir: string; kubeconfig: string;
   server: FarmServer; resources: ResourceDefinition[];
   /** Backends of the stored resources by plural (when the server built its own resources). */
-  stores: Map<string, MemoryStorage>;
+  stores: Map<string, ResourceStorage>;
   request(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; contentType?: string; token?: string | null }): Promise<Response>;
   /** Opens a streaming GET; lines are pushed as they arrive. */
   stream(path: string, opts?: { headers?: Record<string, string> }): Promise<Stream>;
@@ -44,7 +44,7 @@ export async function startTestServer(testOpts: TestServerOptions = {}): Promise
   const [key, cert, caPem] = await Promise.all([readFile(certs.keyFile, 'utf8'), readFile(certs.certFile, 'utf8'), readFile(certs.caFile, 'utf8')]);
   const built = overrides.resources ? undefined : buildResources({ watchHistory: watchHistory ?? 1000, garbageCollection: false, generateName });
   const resources = overrides.resources ?? built!.definitions;
-  const stores = built?.stores ?? new Map<string, MemoryStorage>();
+  const stores = built?.stores ?? new Map<string, ResourceStorage>();
   const server = buildServer({
     tls: { key, cert }, logger: pino({ level: 'silent' }), resources, standalone: true,
     auth: { authenticators: [tokenAuthenticator(token)], rejectAnonymous: true, authorizer: allowAll },

@@ -7,6 +7,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { connectEtcd, type EtcdClient } from '../../src/storage/etcd3/client.js';
+import { COMPACT_REV_KEY, compactTurn } from '../../src/storage/etcd3/compactor.js';
 import { Etcd3Storage } from '../../src/storage/etcd3/etcd3Storage.js';
 import { isStorageError } from '../../src/storage/errors.js';
 import type { Change, Entry, WatchItem } from '../../src/storage/interfaces.js';
@@ -249,6 +250,39 @@ describe('Etcd3Storage on a real etcd', () => {
       assert.deepEqual(all, [`${prefix}/ns/a`]);
     } finally {
       raw.close();
+    }
+  });
+
+  it("kube's compactor protocol: the replica whose clock matches wins the turn and compacts what it recorded a turn ago; the other adopts its clock", CASE, async () => {
+    const [one, two] = [connectEtcd({ hosts: [etcd.url] }), connectEtcd({ hosts: [etcd.url] })];
+    const prefix = freshPrefix();
+    const s = await replica(prefix);
+    try {
+      const clockOf = async () => Number((await one.range({ key: Buffer.from(COMPACT_REV_KEY) })).kvs[0]?.version ?? 0);
+      const v = await clockOf();
+      // First turn: records the revision, compacts nothing (compact.go: no compaction on bootstrap).
+      const t1 = await compactTurn(one, v, 0);
+      assert.deepEqual([t1.version, t1.compacted], [v + 1, 0]);
+      const old = await s.create('ns/old', llama('ns/old'));
+      await increment(s, 'ns/old');
+      // The other replica still believes the clock is at v: it loses and learns the clock.
+      const lost = await compactTurn(two, v, 0);
+      assert.deepEqual([lost.version, lost.compacted], [v + 1, 0]);
+      // The winner's next turn compacts up to the revision of its previous turn — not past writes made since.
+      const t2 = await compactTurn(one, t1.version, t1.revision);
+      assert.deepEqual([t2.version, t2.compacted], [v + 2, t1.revision]);
+      assert.equal(await clockOf(), v + 2);
+      await assert.rejects(one.range({ key: Buffer.from(`${prefix}/ns/old`), revision: t1.revision - 1 }), /compacted/);
+      const kept = await one.range({ key: Buffer.from(`${prefix}/ns/old`), revision: old.rv });
+      assert.equal(kept.kvs.length, 1, 'history after the compacted revision stays');
+      // If the winner stops taking turns, the other takes over within two: one to learn the clock, one to win.
+      const learn = await compactTurn(two, lost.version, lost.revision);
+      assert.deepEqual([learn.version, learn.compacted], [v + 2, 0]);
+      const t3 = await compactTurn(two, learn.version, learn.revision);
+      assert.deepEqual([t3.version, t3.compacted], [v + 3, learn.revision]);
+    } finally {
+      one.close();
+      two.close();
     }
   });
 

@@ -1,7 +1,8 @@
 // The resources this server serves. Adding a resource = one file + one line here.
 import type { FastifyBaseLogger } from 'fastify';
 import type { ResourceDefinition } from '../resource.js';
-import { MemoryStorage } from '../../storage/memory/memoryStorage.js';
+import type { ResourceStorage, StorageBackend } from '../../storage/backend.js';
+import { memoryBackend } from '../../storage/memory/memoryBackend.js';
 import type { Upstream } from '../../upstream/client.js';
 import type { Reflector } from '../../upstream/reflector.js';
 import { farmPodDefinition, FarmPodSource } from './farmpod.js';
@@ -9,6 +10,8 @@ import { llamaDefinition } from './llama.js';
 
 export interface ResourceContext {
   watchHistory: number;
+  /** Where stored resources keep their objects (default: this process's memory). */
+  storage?: StorageBackend;
   /** A garbage collector (kube-controller-manager) acts on orphan/foreground finalizers. */
   garbageCollection: boolean;
   /** The core API, when there is one: resources that mirror it need it. */
@@ -22,7 +25,7 @@ export interface ResourceContext {
 export interface Resources {
   definitions: ResourceDefinition[];
   /** The backends of the stored resources, by plural (tests and benchmarks reach past the API with them). */
-  stores: Map<string, MemoryStorage>;
+  stores: Map<string, ResourceStorage>;
   /** Upstream caches to start, stop and report in /readyz. */
   reflectors: { name: string; reflector: Reflector }[];
   /** Resources left out, and why (logged at start-up). */
@@ -30,7 +33,7 @@ export interface Resources {
 }
 
 export function buildResources(ctx: ResourceContext): Resources {
-  const llamas = new MemoryStorage({ historyLimit: ctx.watchHistory });
+  const llamas = (ctx.storage ?? memoryBackend()).forResource('farm.example.com/llamas', ctx.watchHistory);
   const strategy = { garbageCollection: ctx.garbageCollection, now: ctx.now ?? (() => new Date()), generateName: ctx.generateName };
   const out: Resources = { definitions: [llamaDefinition(llamas, strategy)], stores: new Map([['llamas', llamas]]), reflectors: [], omitted: [] };
   if (ctx.upstream && ctx.log) {

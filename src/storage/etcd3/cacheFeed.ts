@@ -29,6 +29,7 @@ export class CacheFeed {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private syncWaiters: (() => void)[] = [];
+  private stopWaiters: (() => void)[] = [];
   private wakeRetry: (() => void) | undefined;
   private progressWaiters = 0;
   private progressTimer: NodeJS.Timeout | undefined;
@@ -42,15 +43,18 @@ export class CacheFeed {
   /** Why the cache may be behind etcd right now (not synced, relisting, etcd unreachable); undefined when it follows etcd. */
   unavailable(): string | undefined { return this.why; }
 
-  /** Resolves once the cache follows etcd; rejects (and stops) if that takes longer than `timeoutMs`. */
+  /** Resolves once the cache follows etcd; rejects (and stops) if that takes longer than `timeoutMs` (Infinity: never). */
   async start(timeoutMs: number): Promise<void> {
     if (this.loop) throw new Error('the etcd cache feed is already started');
     this.loop = this.run();
     const synced = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const timer = Number.isFinite(timeoutMs) ? setTimeout(() => resolve(false), timeoutMs) : undefined;
       this.syncWaiters.push(() => { clearTimeout(timer); resolve(true); });
+      // stop() before the first sync ends the wait too.
+      this.stopWaiters.push(() => { clearTimeout(timer); resolve(false); });
     });
     if (!(await synced)) {
+      if (this.stopped) throw new Error('stopped before the watch cache synced with etcd');
       const why = this.why;
       await this.stop();
       throw new Error(`etcd watch cache not synced within ${timeoutMs} ms: ${why}`);
@@ -62,6 +66,7 @@ export class CacheFeed {
     this.why = 'stopped';
     this.stream?.cancel();
     this.wakeRetry?.();
+    for (const w of this.stopWaiters.splice(0)) w();
     await this.loop;
   }
 
@@ -160,6 +165,7 @@ export class CacheFeed {
             this.why = undefined;
             onSynced();
             for (const w of this.syncWaiters.splice(0)) w();
+            this.stopWaiters.length = 0;
           } else if (next) end(next);
         } catch (e) {
           // A change the cache cannot apply (no previous state of a delete, revisions out of order): start over.

@@ -22,7 +22,7 @@ export interface Etcd3StorageOptions {
   prefix: string;
   /** Changes kept in the watch cache for watches and lists at an older resourceVersion. */
   historyLimit: number;
-  /** How long start() waits for the first sync with etcd (default 10 s). */
+  /** How long start() waits for the first sync with etcd (default 10 s; Infinity: until it syncs or stop()). */
   startTimeoutMs?: number;
 }
 
