@@ -1,0 +1,51 @@
+// What every generated PEM set shares: the validity window, a self-signed CA, and files that appear
+// complete or not at all (two processes starting on one cert dir never see half a key).
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { access, link, open, unlink } from 'node:fs/promises';
+import { generate } from 'selfsigned';
+
+export interface PemPair { cert: string; key: string }
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+/** Backdate notBefore so that small clock differences between machines do not reject a fresh cert. */
+export const BACKDATE_MS = 60 * 60 * 1000;
+
+export async function exists(path: string): Promise<boolean> {
+  return access(path, fsConstants.F_OK).then(() => true, () => false);
+}
+
+/** Write `data` to `path` only if `path` does not exist; the file appears complete or not at all. */
+export async function writeNew(path: string, data: string, mode: number): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  // A failure names the file being made, not its temporary name (e.g. EACCES in a read-only dir).
+  const named = (e: unknown) => { throw Object.assign(e as NodeJS.ErrnoException, { path }); };
+  const fh = await open(tmp, 'wx', mode).catch(named);
+  try {
+    await fh.writeFile(data);
+    await fh.chmod(mode); // umask could only narrow it, but be explicit
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await link(tmp, path).catch(named);
+  } finally {
+    await unlink(tmp).catch(() => {});
+  }
+}
+
+/** A P-256 CA valid for ten years. */
+export async function generateCa(commonName: string): Promise<PemPair> {
+  const now = Date.now();
+  const ca = await generate([{ name: 'commonName', value: commonName }], {
+    keyType: 'ec', curve: 'P-256', algorithm: 'sha256',
+    notBeforeDate: new Date(now - BACKDATE_MS),
+    notAfterDate: new Date(now + 3650 * DAY_MS),
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    ],
+  });
+  return { cert: ca.cert, key: ca.private };
+}
