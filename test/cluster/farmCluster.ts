@@ -1,6 +1,8 @@
 // A local cluster with farm-apiserver registered behind the real aggregator: the control plane,
 // app.yaml's RBAC, our server in cluster mode (as its ServiceAccount), and the APIService with the
-// real caBundle pointing at localhost. `npm run cluster` and the e2e tests both use it.
+// real caBundle pointing at localhost. `npm run cluster` and the e2e tests both use it. With
+// `storage: 'etcd3'` our servers keep llamas in an etcd of their own; with `replicas: N` (etcd3
+// only) N of them serve behind a TCP round-robin balancer, as a Service in front of a Deployment.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
@@ -10,16 +12,32 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { renderManifests } from '../../scripts/manifests.js';
 import { ensureDevCerts } from '../../src/certs/devCerts.js';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
+import { startEtcd, type TestEtcd } from '../helpers/etcd.js';
 import { freePort, startControlPlane, type ControlPlane } from './controlPlane.js';
+import { startTcpBalancer, type TcpBalancer } from './tcpBalancer.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
+export interface FarmReplica {
+  port: number;
+  log: string;
+  readonly running: boolean;
+  /** SIGTERM (a rollout) or SIGKILL (a crash); resolves once it exited. */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Starts it again on its port; resolves once /readyz is 200. */
+  start(): Promise<void>;
+}
+
 export interface FarmCluster {
   cp: ControlPlane;
-  /** Our server's port on 127.0.0.1 (the APIService's ExternalName target). */
+  /** Where the APIService sends requests on 127.0.0.1: our server's port, or the balancer's with several replicas. */
   farmPort: number;
   farmCertDir: string;
+  /** The first replica's log. */
   farmLog: string;
+  replicas: FarmReplica[];
+  /** Our servers' own etcd (storage 'etcd3'). */
+  etcd?: TestEtcd;
   /** Runs real kubectl with an isolated HOME. */
   kubectl(args: string[], opts?: { kubeconfig?: string; input?: string; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Restarts our server (e.g. to check it recovers state from nothing but the cluster). */
@@ -27,11 +45,23 @@ export interface FarmCluster {
   stop(): Promise<void>;
 }
 
-export interface FarmClusterOptions { dir: string; withControllerManager?: boolean; log?: (l: string) => void; farmArgs?: string[] }
+export interface FarmClusterOptions {
+  dir: string;
+  withControllerManager?: boolean;
+  log?: (l: string) => void;
+  farmArgs?: string[];
+  /** Where our servers keep llamas (default memory). */
+  storage?: 'memory' | 'etcd3';
+  /** How many of our servers (default 1; more than one needs etcd3, one truth). */
+  replicas?: number;
+}
 
 export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCluster> {
   const log = opts.log ?? (() => {});
   const dir = resolve(opts.dir);
+  const replicaCount = opts.replicas ?? 1;
+  if (!(Number.isInteger(replicaCount) && replicaCount >= 1 && replicaCount <= 16)) throw new Error(`replicas: want 1..16, got ${replicaCount}`);
+  if (replicaCount > 1 && opts.storage !== 'etcd3') throw new Error('several replicas need storage: etcd3 (in-memory replicas would each hold different llamas)');
   const home = join(dir, 'home');
   mkdirSync(home, { recursive: true });
   const cp = await startControlPlane({ dir: join(dir, 'cp'), withControllerManager: opts.withControllerManager, log });
@@ -64,25 +94,47 @@ export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCl
   const saKubeconfig = join(dir, 'farm-apiserver-sa.kubeconfig');
   await writeKubeconfig(saKubeconfig, { server: cp.apiserverUrl, caPem: readFileSync(cp.clusterCa, 'utf8'), token });
 
-  const farmLog = join(dir, 'farm-apiserver.log');
-  let farm: ChildProcess | undefined;
-  const startFarm = async () => {
-    const out = openSync(farmLog, 'a');
-    farm = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/main.ts'),
-      '--kubeconfig', saKubeconfig, '--port', String(farmPort), '--bind-address', '127.0.0.1',
-      '--cert-dir', farmCertDir, '--log-level', 'info', ...(opts.farmArgs ?? [])],
-    { cwd: REPO, stdio: ['ignore', out, out], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
-    await waitFor(`farm-apiserver /readyz on ${farmPort}`, 60_000, async () => (await httpsStatus(farmPort, '/readyz', farmCertDir)) === 200);
-    log(`farm-apiserver ready on https://127.0.0.1:${farmPort}`);
-  };
-  const stopFarm = async () => {
-    const f = farm;
-    farm = undefined;
-    if (!f || f.exitCode !== null) return;
-    const exited = new Promise((r) => f.once('exit', r));
-    f.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 8000))]);
-    if (f.exitCode === null) f.kill('SIGKILL');
+  const etcd = opts.storage === 'etcd3' ? await startEtcd() : undefined;
+  const storageArgs = etcd ? ['--storage-backend', 'etcd3', '--etcd-servers', etcd.url] : [];
+  const replicas: FarmReplica[] = [];
+  for (let i = 0; i < replicaCount; i++) {
+    const port = replicaCount === 1 ? farmPort : await freePort();
+    const replicaLog = join(dir, replicaCount === 1 ? 'farm-apiserver.log' : `farm-apiserver-${i}.log`);
+    let farm: ChildProcess | undefined;
+    replicas.push({
+      port, log: replicaLog,
+      get running() { return farm !== undefined && farm.exitCode === null && farm.signalCode === null; },
+      async start() {
+        const out = openSync(replicaLog, 'a');
+        farm = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/main.ts'),
+          '--kubeconfig', saKubeconfig, '--port', String(port), '--bind-address', '127.0.0.1',
+          '--cert-dir', farmCertDir, '--log-level', 'info', ...storageArgs, ...(opts.farmArgs ?? [])],
+        { cwd: REPO, stdio: ['ignore', out, out], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
+        await waitFor(`farm-apiserver /readyz on ${port}`, 60_000, async () => (await httpsStatus(port, '/readyz', farmCertDir)) === 200);
+        log(`farm-apiserver ready on https://127.0.0.1:${port}`);
+      },
+      async stop(signal = 'SIGTERM') {
+        const f = farm;
+        farm = undefined;
+        if (!f || f.exitCode !== null || f.signalCode !== null) return;
+        const exited = new Promise((r) => f.once('exit', r));
+        f.kill(signal);
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 8000))]);
+        if (f.exitCode === null && f.signalCode === null) f.kill('SIGKILL');
+      },
+    });
+  }
+  const farmLog = replicas[0].log;
+  // One replica listens on farmPort itself (benchmarks find its process by port); several sit behind a balancer there.
+  const balancer: TcpBalancer | undefined = replicaCount > 1
+    ? await startTcpBalancer(() => replicas.filter((r) => r.running).map((r) => r.port), farmPort) : undefined;
+  const startFarm = async () => { await Promise.all(replicas.map((r) => r.start())); };
+  const stopFarm = async () => { await Promise.all(replicas.map((r) => r.stop())); };
+  const stopAll = async () => {
+    await stopFarm();
+    await balancer?.close();
+    await etcd?.stop();
+    await cp.stop();
   };
 
   try {
@@ -92,15 +144,14 @@ export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCl
     log('APIService v1alpha.farm.example.com is Available');
     copyFileSync(cp.adminKubeconfig, join(dir, 'admin.kubeconfig'));
   } catch (e) {
-    await stopFarm();
-    await cp.stop();
+    await stopAll();
     throw new Error(`${(e as Error).message}\n--- farm-apiserver log (tail) ---\n${tail(farmLog)}`);
   }
 
   return {
-    cp, farmPort, farmCertDir, farmLog, kubectl,
+    cp, farmPort, farmCertDir, farmLog, kubectl, replicas, ...(etcd && { etcd }),
     async restartFarm() { await stopFarm(); await startFarm(); },
-    async stop() { await stopFarm(); await cp.stop(); },
+    stop: stopAll,
   };
 }
 

@@ -96,7 +96,12 @@ test('discovery through the aggregator lists exactly llamas and farmpods', async
 });
 
 test('kubectl explain llama.spec works through the aggregator (OpenAPI v3)', async () => {
-  const out = await k(['explain', 'llama.spec']);
+  // The aggregator fetches our OpenAPI v3 document on its own schedule after the APIService turns
+  // Available; until then kubectl "couldn't find resource" (seen under load). Retry, bounded.
+  const out = await eventually('kubectl explain llama.spec to find the schema', 60_000, async () => {
+    const r = await cluster.kubectl(['explain', 'llama.spec']);
+    return r.code === 0 ? r.stdout : undefined;
+  }, 1000);
   assert.match(out, /KIND:\s+Llama/);
   assert.match(out, /VERSION:\s+v1alpha/);
   assert.match(out, /FIELD:\s+spec <Object>/);
