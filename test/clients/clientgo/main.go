@@ -3,6 +3,7 @@
 // It exits 1 when any step failed, 2 on bad usage.
 //
 //	clientgo-check -kubeconfig K -namespace NS [-timeout 60s]   (see ../README.md)
+//	clientgo-check -follow ...: one informer; each stdin line {"names":[...]} waits for its store to hold them
 package main
 
 import (
@@ -38,6 +39,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the server to test (required)")
 	namespace := flag.String("namespace", "", "namespace to work in (required; must exist where namespaces are enforced)")
 	timeout := flag.Duration("timeout", 60*time.Second, "overall deadline")
+	followMode := flag.Bool("follow", false, "run one informer and answer stdin expectations (see follow.go)")
 	flag.Parse()
 	if *kubeconfig == "" || *namespace == "" {
 		fmt.Fprintln(os.Stderr, "usage: clientgo-check -kubeconfig K -namespace NS [-timeout 60s]")
@@ -64,10 +66,10 @@ func main() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	os.Exit(run(ctx, *kubeconfig, *namespace, logs))
+	os.Exit(run(ctx, *kubeconfig, *namespace, logs, *followMode))
 }
 
-func run(ctx context.Context, kubeconfig, namespace string, logs *syncBuffer) int {
+func run(ctx context.Context, kubeconfig, namespace string, logs *syncBuffer, followMode bool) int {
 	out := json.NewEncoder(os.Stdout)
 	fatal := func(step string, err error) int {
 		_ = out.Encode(result{Client: "client-go", Step: step, OK: false, Error: err.Error()})
@@ -88,6 +90,9 @@ func run(ctx context.Context, kubeconfig, namespace string, logs *syncBuffer) in
 		return fatal("config", fmt.Errorf("client-go's WatchListClient feature is off (KUBE_FEATURE_WatchListClient=%q)", os.Getenv("KUBE_FEATURE_WatchListClient")))
 	}
 
+	if followMode {
+		return follow(ctx, dyn, namespace, rec)
+	}
 	s := &scenario{ctx: ctx, dyn: dyn, res: dyn.Resource(llamas).Namespace(namespace), ns: namespace, rec: rec, logs: logs,
 		name: fmt.Sprintf("clientgo-%d", time.Now().UnixNano()%1_000_000_000)}
 	failed := 0
