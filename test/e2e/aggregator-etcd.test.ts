@@ -36,11 +36,14 @@ function direct(i: number, path: string) {
 }
 
 interface Llama { metadata: { name: string; uid: string; resourceVersion: string }; spec: { weight: number } }
+/** The resourceVersion of the first write, long behind the replicas' caches by the last test. */
+let firstRV = '';
 
 test('two replicas on one etcd: the APIService is Available and both serve the same llamas at the same resourceVersions', async () => {
   assert.equal(cluster.replicas.length, 2);
   await k(['wait', '--for=condition=Available', 'apiservice/v1alpha.farm.example.com', '--timeout=60s']);
   const made = JSON.parse(await k(['create', '-o', 'json', '-f', '-'], JSON.stringify(llama('shared', 'default')))) as Llama;
+  firstRV = made.metadata.resourceVersion;
   for (const i of [0, 1]) {
     const r = await direct(i, `${GV}/namespaces/default/llamas/shared`);
     assert.equal(r.status, 200, r.body);
@@ -106,7 +109,7 @@ test('a llama owned by a ConfigMap is garbage collected after the ConfigMap is d
     (await direct(1, `${GV}/namespaces/default/llamas/owned`)).status === 404, 500);
 });
 
-test('every replica restarted: every llama is still there with its uid and resourceVersion', async () => {
+test('every replica restarted: every llama is still there with its uid and resourceVersion; a watch from before gets 410 Expired', async () => {
   const list = async () => (JSON.parse(await k(['get', 'llamas', '-A', '-o', 'json'])) as { items: Llama[] }).items
     .map((l) => `${l.metadata.name} ${l.metadata.uid} ${l.metadata.resourceVersion}`).sort();
   const before = await list();
@@ -117,6 +120,11 @@ test('every replica restarted: every llama is still there with its uid and resou
     return r.code === 0 ? r.stdout : undefined;
   }, 500);
   assert.deepEqual((JSON.parse(after) as { items: Llama[] }).items.map((l) => `${l.metadata.name} ${l.metadata.uid} ${l.metadata.resourceVersion}`).sort(), before);
+  // A watch resumed from an RV before the restarts is older than the restarted caches: 410 Expired,
+  // and kubectl's list (what a client does next) already shows the converged state above.
+  const stale = await cluster.kubectl(['get', '--raw', `${GV}/namespaces/default/llamas?watch=1&resourceVersion=${firstRV}`], { timeoutMs: 20_000 });
+  const first = JSON.parse(stale.stdout.split('\n')[0] ?? '{}') as { type?: string; object?: { code?: number; reason?: string } };
+  assert.deepEqual([first.type, first.object?.code, first.object?.reason], ['ERROR', 410, 'Expired'], `${stale.stdout}\n${stale.stderr}`);
   // The log says where llamas are kept.
   assert.match(readFileSync(cluster.replicas[0].log, 'utf8'), /"msg":"storage: etcd3"/);
 });
