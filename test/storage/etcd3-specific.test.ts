@@ -171,6 +171,61 @@ describe('Etcd3Storage on a real etcd', () => {
     await within(b.waitUntilFresh(String(later.rv)), 1_000, 'waitUntilFresh for a revision written under another prefix');
   });
 
+  it('consistent reads under concurrency, on a replica whose etcd answers lag, each see every write acknowledged before they began', CASE, async () => {
+    const prefix = freshPrefix();
+    const a = await replica(prefix);
+    const client = connectEtcd({ hosts: [etcd.url] });
+    let ranges = 0;
+    // b's answers come 30 ms late (its watch and its ranges): a revision request sent before a write was
+    // acknowledged is still in flight after it, and only waiting for a later one makes b see the write.
+    const lagging: EtcdClient = {
+      ...client,
+      range: async (req) => {
+        ranges++;
+        const res = await client.range(req);
+        await new Promise((r) => setTimeout(r, 30));
+        return res;
+      },
+      watchStream: async () => {
+        const stream = await client.watchStream();
+        return new Proxy(stream, {
+          get(target, prop) {
+            if (prop === 'on') {
+              return (event: string, fn: (...args: unknown[]) => void) => {
+                const on = target.on.bind(target) as (e: string, f: (...args: unknown[]) => void) => unknown;
+                on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), 30); } : fn);
+                return target;
+              };
+            }
+            const v = Reflect.get(target, prop) as unknown;
+            return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
+          },
+        });
+      },
+    };
+    const b = new Etcd3Storage({ client: lagging, prefix, historyLimit: 1000 });
+    open.push({ storage: b, client });
+    await b.start();
+    // Readers in the background keep a revision request in flight nearly all the time.
+    let stop = false;
+    let reads = 0;
+    const background = Array.from({ length: 4 }, async () => {
+      while (!stop) { await b.get('ns/none'); reads++; }
+    });
+    try {
+      for (let i = 0; i < 40; i++) {
+        const e = await a.create(`ns/o${i}`, llama(`ns/o${i}`));
+        const seen = await Promise.all(Array.from({ length: 4 }, () => b.get(e.key)));
+        reads += seen.length;
+        for (const got of seen) assert.equal(got?.rv, e.rv, `a read begun after the ack of ${e.key}`);
+      }
+    } finally {
+      stop = true;
+      await Promise.all(background);
+    }
+    assert.ok(reads > 160 && ranges >= 160, `${reads} consistent gets, ${ranges} etcd ranges`);
+  });
+
   it('etcd down: unavailable and Unavailable errors, never a hang; back up: the caches resume and no change is lost', { timeout: 60_000 }, async () => {
     const prefix = freshPrefix();
     const [a, b] = [await replica(prefix), await replica(prefix)];

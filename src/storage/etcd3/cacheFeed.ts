@@ -9,10 +9,10 @@ import { stamped } from '../objects.js';
 import type { EtcdClient, IEvent, IWatchResponse, WatchStream } from './client.js';
 import { decodeEntry, revision, type EtcdKeys } from './codec.js';
 
-/** Keys per page of the initial list (kube's watch cache lists 10,000; ours are up to 3 MiB each). */
-const LIST_PAGE = 500;
-/** Pages of one list before giving up: 50 million keys, far past anything this cache holds. */
-const MAX_LIST_PAGES = 100_000;
+/** Keys per page of the initial list, as kube's watch cache lists (gRPC messages have no size cap here). */
+const LIST_PAGE = 10_000;
+/** Pages of one list before giving up (at least 1 million keys), far past anything this cache holds. */
+const MAX_LIST_PAGES = 1_000_000;
 /** Retry delays after etcd failed: doubling from the first to the last. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2_000;
@@ -121,23 +121,41 @@ export class CacheFeed {
     }
   }
 
-  /** Every key under the prefix at one revision (the first page's), then the cache restarts from it. */
+  /**
+   * Every key under the prefix at one revision (the first page's), then the cache restarts from it.
+   * The next page is asked for before this one is decoded, so etcd and our decoding overlap.
+   */
   private async relist(): Promise<void> {
     const { key, range_end } = this.keys.range();
     const entries: Entry[] = [];
-    let start = key;
-    let rev = 0;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const res = await this.client.range({ key: start, range_end, limit: LIST_PAGE, ...(rev ? { revision: rev } : {}) });
-      if (!rev) rev = revision(res.header.revision);
+    let limit = LIST_PAGE;
+    const page = async (start: Buffer, rev?: number) => {
+      for (;;) {
+        try {
+          return await this.client.range({ key: start, range_end, limit, ...(rev ? { revision: rev } : {}) });
+        } catch (e) {
+          // A page of big objects past gRPC's 2 GiB message bound: smaller pages (10,000 objects of 3 MiB would be 30 GiB).
+          if (limit === 1 || !/larger than max|RESOURCE_EXHAUSTED/i.test((e as Error).message)) throw e;
+          limit = Math.max(1, Math.floor(limit / 10));
+        }
+      }
+    };
+    let res = await page(key);
+    const rev = revision(res.header.revision);
+    for (let pages = 1; ; pages++) {
+      const last = res.kvs[res.kvs.length - 1];
+      const more = res.more && last !== undefined;
+      if (more && pages >= MAX_LIST_PAGES) throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
+      const next = more ? page(Buffer.concat([last.key, Buffer.from([0])]), rev) : undefined;
+      // A failed prefetch is awaited below; until then it must not count as unhandled.
+      next?.catch(() => {});
       for (const kv of res.kvs) entries.push(decodeEntry(this.keys, kv));
-      if (!res.more || res.kvs.length === 0) {
+      if (!next) {
         this.cache.reset(entries, rev);
         return;
       }
-      start = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+      res = await next;
     }
-    throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
   }
 
   /** One watch stream from `from` until it ends; `onSynced` when etcd has created the watch. */
