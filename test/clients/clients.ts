@@ -64,6 +64,8 @@ async function ensure(script: string, timeoutMs: number): Promise<string> {
 export const ensurePythonClient = () => ensure('python/setup.sh', 5 * 60_000);
 /** The client-go check binary (test/clients/clientgo/build.sh; minutes when cold). */
 export const ensureClientGo = () => ensure('clientgo/build.sh', 10 * 60_000);
+/** The kube-rs follower binary (test/clients/kubers/build.sh; about a minute cold here, longer on a busy machine). */
+export const ensureKubeRs = () => ensure('kubers/build.sh', 15 * 60_000);
 
 function parseSteps(stdout: string): ClientStep[] {
   return stdout.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l) as ClientStep);
