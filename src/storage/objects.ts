@@ -36,14 +36,34 @@ export function checkSize(entry: Entry, prev: Entry | undefined, allowGrowth = f
   }
 }
 
-/** Equal as stored JSON, ignoring key order and the resourceVersion an update carries. */
-export function sameObject(a: KubeObject, b: KubeObject): boolean {
-  const json = (o: KubeObject) => JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } });
-  const [ja, jb] = [json(a), json(b)];
-  if (ja === jb) return true;
+/**
+ * Equal as stored JSON, ignoring key order and the resourceVersion an update carries. Most updates
+ * change a metadata scalar (generation, deletionTimestamp): seen without serializing anything; else
+ * `next` is serialized with the current resourceVersion and compared with the stored JSON.
+ */
+export function sameObject(next: KubeObject, current: Entry): boolean {
+  if (metadataScalarsDiffer(next.metadata, current.object.metadata)) return false;
+  const rv = current.object.metadata.resourceVersion;
+  const jn = JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: rv } });
+  if (jn === current.json) return true;
   // Key order does not change the length: a different length is a different object, without parsing.
-  if (ja.length !== jb.length) return false;
-  return isDeepStrictEqual(JSON.parse(ja), JSON.parse(jb));
+  if (jn.length !== current.json.length) return false;
+  return isDeepStrictEqual(JSON.parse(jn), JSON.parse(current.json));
+}
+
+/** A scalar metadata field (not resourceVersion) present or valued differently: the JSON differs. */
+function metadataScalarsDiffer(a: KubeObject['metadata'], b: KubeObject['metadata']): boolean {
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const differs = (k: string) => {
+    if (k === 'resourceVersion') return false;
+    const [va, vb] = [ra[k], rb[k]];
+    const scalar = (v: unknown) => v === null || typeof v !== 'object';
+    return (scalar(va) || scalar(vb)) && va !== vb;
+  };
+  for (const k in ra) if (differs(k)) return true;
+  for (const k in rb) if (!(k in ra) && differs(k)) return true;
+  return false;
 }
 
 /** storage.Preconditions.Check, worded as upstream's. */

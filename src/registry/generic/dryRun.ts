@@ -23,7 +23,7 @@ export class DryRunnableStorage {
     const current = await this.storage.get(key);
     const { object, result } = await tryUpdate(current);
     if (!current) return { entry: stamped(key, object, 0), created: true, result };
-    if (sameObject(object, current.object)) return { entry: current, created: false, result };
+    if (sameObject(object, current)) return { entry: current, created: false, result };
     const entry = stamped(key, object, current.rv);
     checkSize(entry, current, opts.allowGrowthPastLimit);
     return { entry, created: false, result };

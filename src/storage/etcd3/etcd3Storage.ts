@@ -108,7 +108,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
         continue;
       }
       const { object, result } = out;
-      if (current && sameObject(object, current.object)) {
+      if (current && sameObject(object, current)) {
         // An update that changes nothing is not written (same resourceVersion, no event), once etcd agrees on the state.
         if (!confirmed) {
           const fresh = await this.fetch(key);

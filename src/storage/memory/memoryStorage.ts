@@ -57,7 +57,7 @@ export class MemoryStorage extends CacheReader implements Storage {
       }
       if (!current) return { entry: this.commit('ADDED', key, object, undefined), created: true, result };
       // etcd3 GuaranteedUpdate: an update that changes nothing is not written (same resourceVersion, no event).
-      if (sameObject(object, current.object)) return { entry: current, created: false, result };
+      if (sameObject(object, current)) return { entry: current, created: false, result };
       return { entry: this.commit('MODIFIED', key, object, current, opts.allowGrowthPastLimit), created: false, result };
     }
   }
