@@ -51,6 +51,8 @@ export interface Config {
   storageBackend: StorageBackendName;
   /** Set exactly when storageBackend is etcd3. */
   etcd?: EtcdConfig;
+  /** Server processes sharing the port (node:cluster); more than one needs etcd3 (one truth). */
+  workers: number;
   /** --help was given: the caller prints usage() and exits 0. Other fields are then defaults. */
   help: boolean;
 }
@@ -87,7 +89,7 @@ type OptKey =
   | 'port' | 'bindAddress' | 'certDir' | 'standalone' | 'logLevel' | 'kubeconfig'
   | 'tlsCertFile' | 'tlsKeyFile' | 'watchHistory' | 'watchQueue' | 'bookmarkIntervalSeconds'
   | 'shutdownTimeoutSeconds' | 'storageBackend' | 'etcdServers' | 'etcdPrefix' | 'etcdCaFile'
-  | 'etcdCertFile' | 'etcdKeyFile' | 'etcdCompactionInterval';
+  | 'etcdCertFile' | 'etcdKeyFile' | 'etcdCompactionInterval' | 'workers';
 
 interface OptSpec {
   key: OptKey;
@@ -235,6 +237,11 @@ export const OPTIONS: readonly OptSpec[] = [
     help: 'how often one replica compacts etcd history (Go duration; 0 = never)',
     expected: 'expected a Go duration of at least 1s (e.g. 5m, 1h30m) or 0', schema: compactionInterval,
   },
+  {
+    key: 'workers', flag: '--workers', metavar: '<n>', env: 'FARM_WORKERS', defaultText: '1',
+    help: 'server processes sharing the port, one per core to use (more than 1 needs --storage-backend=etcd3)',
+    expected: 'expected an integer between 1 and 64', schema: intIn(1, 64),
+  },
 ];
 
 const BY_FLAG = new Map(OPTIONS.map((o) => [o.flag, o]));
@@ -257,6 +264,7 @@ const ConfigSchema = z.object({
   maxBodyBytes: z.literal(MAX_BODY_BYTES),
   shutdownTimeoutSeconds: z.number().int().min(0),
   storageBackend: z.enum(STORAGE_BACKENDS),
+  workers: z.number().int().min(1).max(64),
   etcd: z.object({
     servers: z.array(z.string()).min(1),
     prefix: z.string().min(2),
@@ -366,6 +374,7 @@ function defaultsFor(standalone: boolean, inCluster: boolean, certDir = './certs
     maxBodyBytes: MAX_BODY_BYTES,
     shutdownTimeoutSeconds: 5,
     storageBackend: 'memory',
+    workers: 1,
     help: false,
   };
 }
@@ -452,6 +461,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, probes: Confi
 
   const storageBackend = (values.storageBackend as StorageBackendName | undefined) ?? 'memory';
   const etcd = etcdConfig(storageBackend, values, given);
+  if (given.workers && (values.workers as number) > 1 && storageBackend !== 'etcd3') {
+    throw invalid(BY_FLAG.get('--workers')!, given.workers,
+      'more than one worker needs --storage-backend=etcd3 (with memory, each process would hold different llamas)');
+  }
   // The --etcd-* values live in `etcd`, not as top-level fields.
   const rest = Object.fromEntries(Object.entries(values).filter(([k]) => !(ETCD_KEYS as readonly string[]).includes(k)));
   const merged = {

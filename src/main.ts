@@ -20,6 +20,7 @@ import { delegation } from './server/delegation.js';
 import { reasonOf, startupFailure, step } from './startup.js';
 import { openStorageBackend } from './storageBackend.js';
 import { VERSION } from './version.js';
+import { isWorker, runPrimary, workerId } from './workers.js';
 
 /** --log-level debug: start-up failures print their stack too. */
 let debug = false;
@@ -54,6 +55,13 @@ async function main(): Promise<void> {
   // Every step until the server listens fails as one line naming what and why (src/startup.ts).
   const certDir = `--cert-dir ${config.certDir}`;
   const dev = config.tlsFilesExplicit ? undefined : await step(`cannot prepare the certificates in ${certDir}`, () => ensureDevCerts(config.certDir));
+  if (config.workers > 1 && !isWorker()) {
+    // The primary makes what the workers share (certificates above, the token) once, then only supervises.
+    if (config.standalone) await step(`cannot prepare the access token in ${certDir}`, () => ensureToken(config.certDir));
+    onSignal = () => {};
+    runPrimary(config.workers, pino({ level: config.logLevel }));
+    return;
+  }
   const cert = await step(`cannot read the serving certificate ${config.tlsCertFile}`, () => readFile(config.tlsCertFile, 'utf8'));
   const key = await step(`cannot read the serving key ${config.tlsKeyFile}`, () => readFile(config.tlsKeyFile, 'utf8'));
   // An empty or garbled PEM, or a key of another certificate, fails here, not at the first handshake.
@@ -125,7 +133,8 @@ async function main(): Promise<void> {
       log.warn(`cannot write ${kubeconfig}: ${reasonOf(e, kubeconfig)}; kubectl needs a kubeconfig with this server's CA and token`));
     log.warn('standalone mode: every request with the generated token is allowed (no cluster authorization)');
     log.info({ kubeconfig, url }, 'ready');
-    process.stdout.write(`\nfarm-apiserver (standalone) is serving on ${url}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);
+    // With --workers, one banner for the server, not one per process.
+    if (workerId() <= 1) process.stdout.write(`\nfarm-apiserver (standalone) is serving on ${url}\n  kubectl --kubeconfig ${kubeconfig} get llamas\n\n`);
   } else {
     log.info({ url }, 'ready (cluster mode)');
   }

@@ -19,11 +19,11 @@ export interface Replica {
   readonly url: string;
   readonly log: string;
   /** One request with the shared token, on this replica's keep-alive connections. */
-  request(method: string, path: string, body?: unknown, opts?: { headers?: Record<string, string>; timeoutMs?: number; contentType?: string }): Promise<Response>;
+  request(method: string, path: string, body?: unknown, opts?: { headers?: Record<string, string>; timeoutMs?: number; contentType?: string; fresh?: boolean }): Promise<Response>;
   /** A streaming GET (watch), read line by line. */
   stream(path: string): Promise<Stream>;
-  /** Sends the signal and waits for the exit (SIGKILL: a crash; SIGTERM: a graceful stop). */
-  kill(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Sends the signal and waits for the exit (SIGKILL: a crash; SIGTERM: a graceful stop); its exit code. */
+  kill(signal: 'SIGTERM' | 'SIGKILL'): Promise<number | null>;
   /** Starts the process again on the same port; resolves once /readyz is 200. */
   start(): Promise<void>;
   readonly running: boolean;
@@ -61,7 +61,7 @@ export async function replicaSet(opts: ReplicaSetOptions): Promise<ReplicaSet> {
     const url = `https://127.0.0.1:${port}`;
     const log = join(opts.dir, `${name}.log`);
     let child: ChildProcess | undefined;
-    let exited: Promise<void> = Promise.resolve();
+    let exited: Promise<number | null> = Promise.resolve(null);
     // Reused connections: a TLS handshake per request would cost more than the request.
     let agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
@@ -69,7 +69,7 @@ export async function replicaSet(opts: ReplicaSetOptions): Promise<ReplicaSet> {
       const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...o.headers };
       const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
       if (payload !== undefined) headers['content-type'] = o.contentType ?? 'application/json';
-      const req = httpsRequest(`${url}${path}`, { method, headers, ca: caPem, agent, timeout: o.timeoutMs ?? 30_000 }, (r) => {
+      const req = httpsRequest(`${url}${path}`, { method, headers, ca: caPem, agent: o.fresh ? false : agent, timeout: o.timeoutMs ?? 30_000 }, (r) => {
         const chunks: Buffer[] = [];
         r.on('data', (c: Buffer) => chunks.push(c));
         r.on('end', () => {
@@ -103,7 +103,7 @@ export async function replicaSet(opts: ReplicaSetOptions): Promise<ReplicaSet> {
       closeSync(fd);
       child = c;
       all.add(c);
-      exited = new Promise((r) => c.once('exit', () => { all.delete(c); r(); }));
+      exited = new Promise((r) => c.once('exit', (code) => { all.delete(c); r(code); }));
       const deadline = Date.now() + READY_TIMEOUT_MS;
       while (Date.now() < deadline) {
         if (c.exitCode !== null || c.signalCode !== null) break;
@@ -123,7 +123,7 @@ export async function replicaSet(opts: ReplicaSetOptions): Promise<ReplicaSet> {
         child = undefined;
         agent.destroy();
         if (c && c.exitCode === null && c.signalCode === null) c.kill(signal);
-        await exited;
+        return exited;
       },
     };
     await start();

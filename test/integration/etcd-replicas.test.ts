@@ -2,6 +2,7 @@
 // acknowledged lost to a crash or a restart, exact counts under cross-replica contention, an etcd
 // outage that degrades to Status errors and recovers on its own, and kube's compactor taking turns.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -296,5 +297,55 @@ describe('compaction on replicas (kube compactor: compact_rev_key as a logical c
     const next = await nextEvent(w);
     w.close();
     assert.equal(next.object.metadata.resourceVersion, made.metadata.resourceVersion);
+  });
+});
+
+describe('--workers 2 on etcd3: two processes share one port', () => {
+  let dir: string;
+  let etcd: TestEtcd;
+  let set: ReplicaSet;
+  let server: Replica;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'farm-workers-'));
+    etcd = await startEtcd();
+    set = await replicaSet({ dir, etcdUrl: etcd.url, args: ['--etcd-compaction-interval=0'] });
+    // debug: every request is logged with its process's pid.
+    server = await set.add('workers', ['--workers', '2', '--log-level', 'debug']);
+  });
+  after(async () => {
+    await set?.stopAll();
+    await etcd?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The pids that logged an incoming request since `from` bytes into the log. */
+  const servingPids = (from: number) => new Set(readFileSync(server.log, 'utf8').slice(from).split('\n')
+    .filter((l) => l.includes('"incoming request"')).map((l) => (JSON.parse(l) as { pid: number }).pid));
+
+  it('connections are spread over both workers, and each reads what the other wrote', async () => {
+    const mark = readFileSync(server.log, 'utf8').length;
+    const made = await ok<Llama>(server.request('POST', base, llama('shared-port')));
+    // Fresh connections each (the primary hands connections out round-robin).
+    const reads = await Promise.all(Array.from({ length: 20 }, () => server.request('GET', `${base}/shared-port`, undefined, { fresh: true })));
+    for (const r of reads) {
+      assert.equal(r.status, 200, r.body);
+      assert.equal(r.json<Llama>().metadata.resourceVersion, made.metadata.resourceVersion);
+    }
+    assert.equal(servingPids(mark).size, 2, 'both workers served requests');
+  });
+
+  it('a worker that dies is replaced; SIGTERM to the server stops every worker and exits 0', async () => {
+    const pids = [...servingPids(0)];
+    process.kill(pids[0], 'SIGKILL');
+    await eventually('a new worker serving', 20_000, async () => {
+      const mark = readFileSync(server.log, 'utf8').length;
+      await Promise.all(Array.from({ length: 10 }, () => server.request('GET', `${base}/shared-port`, undefined, { fresh: true })));
+      const now = servingPids(mark);
+      return now.size === 2 && !now.has(pids[0]);
+    });
+    const exit = await server.kill('SIGTERM');
+    assert.equal(exit, 0);
+    for (const pid of servingPids(0)) assert.throws(() => process.kill(pid, 0), 'no worker is left behind');
   });
 });

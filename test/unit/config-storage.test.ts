@@ -104,3 +104,18 @@ describe('parseGoDuration: time.ParseDuration', () => {
     }));
   });
 });
+
+describe('--workers', () => {
+  it('1 by default; more than one with etcd3, from the flag or FARM_WORKERS', () => {
+    assert.equal(load([]).workers, 1);
+    assert.equal(load([...etcd3, '--workers=2']).workers, 2);
+    assert.equal(load(etcd3, { FARM_WORKERS: '4' }).workers, 4);
+    assert.equal(load(['--workers=1']).workers, 1);
+  });
+  for (const [argv, re] of [
+    [['--workers=2'], /--workers "2": more than one worker needs --storage-backend=etcd3/],
+    [[...etcd3, '--workers=0'], /--workers "0": expected an integer between 1 and 64/],
+    [[...etcd3, '--workers=65'], /--workers/],
+    [[...etcd3, '--workers=two'], /--workers/],
+  ] as [string[], RegExp][]) it(`refuses ${argv.join(' ')}`, () => assert.match(configError(() => load(argv)), re));
+});

@@ -46,6 +46,7 @@ describe('loadConfig defaults', () => {
       maxBodyBytes: MAX_BODY_BYTES,
       shutdownTimeoutSeconds: 5,
       storageBackend: 'memory',
+      workers: 1,
       help: false,
     });
     assert.equal(MAX_BODY_BYTES, 3 * 1024 * 1024);
