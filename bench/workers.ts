@@ -2,20 +2,17 @@
 // the etcd3 backend with 1 and then 2 worker processes, same etcd, same load generator, interleaved
 // rounds. `npx tsx bench/workers.ts [--rounds n]`. Prints req/s and ratios; a 2-core machine shares its
 // cores with the load generator and etcd, so read the ratio as "what a second core buys here".
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startEtcd } from '../test/helpers/etcd.js';
-import { replicaSet } from '../test/helpers/replicas.js';
+import { etcdReplicas } from '../test/helpers/replicas.js';
 import { Child, median } from './lib/common.js';
 import type { RunArgs, RunResult } from './procs/loadgen.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '4' } } });
 const rounds = Number(values.rounds);
-const dir = await mkdtemp(join(tmpdir(), 'farm-bench-workers-'));
-const etcd = await startEtcd();
-const set = await replicaSet({ dir, etcdUrl: etcd.url, args: ['--etcd-compaction-interval=0', '--log-level', 'warn'] });
+const env = await etcdReplicas('bench-workers', ['--etcd-compaction-interval=0', '--log-level', 'warn']);
+const { set } = env;
 const servers = { '1 worker': await set.add('one', ['--workers', '1']), '2 workers': await set.add('two', ['--workers', '2']) };
 const base = '/apis/farm.example.com/v1alpha/namespaces/bench/llamas';
 for (let i = 0; i < 1000; i++) {
@@ -42,8 +39,6 @@ try {
   }
 } finally {
   await lg.stop();
-  await set.stopAll();
-  await etcd.stop();
-  await rm(dir, { recursive: true, force: true });
+  await env.close();
 }
 process.stdout.write(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${rounds} rounds, medians\n| Benchmark | --workers 1 | --workers 2 | 2 ÷ 1 |\n|---|--:|--:|--:|\n${rows.join('\n')}\n`);

@@ -4,16 +4,15 @@
 // tears everything down.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startFarmCluster } from '../test/cluster/farmCluster.js';
+import { replicasProblem, startFarmCluster } from '../test/cluster/farmCluster.js';
 
 function options(): { replicas: number; storage: 'memory' | 'etcd3' } {
   const { values } = parseArgs({ options: { replicas: { type: 'string' }, 'storage-backend': { type: 'string' } } });
   const replicas = Number(values.replicas ?? '1');
-  if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= 16)) throw new Error(`--replicas: want a whole number from 1 to 16, got ${values.replicas}`);
   const storage = values['storage-backend'] ?? (replicas > 1 ? 'etcd3' : 'memory');
-  if (storage !== 'memory' && storage !== 'etcd3') throw new Error(`--storage-backend: want memory or etcd3, got ${storage}`);
-  if (replicas > 1 && storage !== 'etcd3') throw new Error('--replicas above 1 needs --storage-backend etcd3 (one truth for all replicas)');
-  return { replicas, storage };
+  const problem = replicasProblem(replicas, storage);
+  if (problem) throw new Error(problem);
+  return { replicas, storage: storage as 'memory' | 'etcd3' };
 }
 
 let opts: ReturnType<typeof options>;

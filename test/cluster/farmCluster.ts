@@ -56,12 +56,20 @@ export interface FarmClusterOptions {
   replicas?: number;
 }
 
+/** Why these replica options cannot work, or undefined (checked before anything starts). */
+export function replicasProblem(replicas: number, storage: string): string | undefined {
+  if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= 16)) return `--replicas: want a whole number from 1 to 16, got ${replicas}`;
+  if (storage !== 'memory' && storage !== 'etcd3') return `--storage-backend: want memory or etcd3, got ${storage}`;
+  if (replicas > 1 && storage !== 'etcd3') return '--replicas above 1 needs --storage-backend etcd3 (in-memory replicas would each hold different llamas)';
+  return undefined;
+}
+
 export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCluster> {
   const log = opts.log ?? (() => {});
   const dir = resolve(opts.dir);
   const replicaCount = opts.replicas ?? 1;
-  if (!(Number.isInteger(replicaCount) && replicaCount >= 1 && replicaCount <= 16)) throw new Error(`replicas: want 1..16, got ${replicaCount}`);
-  if (replicaCount > 1 && opts.storage !== 'etcd3') throw new Error('several replicas need storage: etcd3 (in-memory replicas would each hold different llamas)');
+  const problem = replicasProblem(replicaCount, opts.storage ?? 'memory');
+  if (problem) throw new Error(problem);
   const home = join(dir, 'home');
   mkdirSync(home, { recursive: true });
   const cp = await startControlPlane({ dir: join(dir, 'cp'), withControllerManager: opts.withControllerManager, log });

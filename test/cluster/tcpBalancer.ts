@@ -6,8 +6,6 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface TcpBalancer {
   readonly port: number;
-  /** How many connections went to each backend port so far. */
-  readonly connections: Map<number, number>;
   close(): Promise<void>;
 }
 
@@ -15,7 +13,6 @@ const CONNECT_TIMEOUT_MS = 2_000;
 
 export async function startTcpBalancer(backends: () => number[], port = 0): Promise<TcpBalancer> {
   let next = 0;
-  const connections = new Map<number, number>();
   const sockets = new Set<Socket>();
   const track = (s: Socket) => { sockets.add(s); s.once('close', () => sockets.delete(s)); };
 
@@ -39,7 +36,6 @@ export async function startTcpBalancer(backends: () => number[], port = 0): Prom
       if (!up || client.destroyed) { up?.socket.destroy(); client.destroy(); return; }
       const { socket } = up;
       track(socket);
-      connections.set(up.port, (connections.get(up.port) ?? 0) + 1);
       socket.on('error', () => client.destroy());
       client.on('close', () => socket.destroy());
       socket.on('close', () => client.destroy());
@@ -56,7 +52,6 @@ export async function startTcpBalancer(backends: () => number[], port = 0): Prom
   if (!address || typeof address === 'string') throw new Error('balancer has no port');
   return {
     port: address.port,
-    connections,
     close: () => new Promise<void>((resolve) => {
       for (const s of sockets) s.destroy();
       server.close(() => resolve());

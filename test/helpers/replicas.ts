@@ -3,10 +3,13 @@
 // restartable on the same port, as a rollout or a crash would do to a pod.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { request as httpsRequest, Agent } from 'node:https';
 import { join, resolve } from 'node:path';
 import { ensureDevCerts, ensureToken } from '../../src/certs/devCerts.js';
 import { freePort } from '../cluster/controlPlane.js';
+import { startEtcd, type TestEtcd } from './etcd.js';
 import { lineStream } from './lineStream.js';
 import type { Response, Stream } from './testServer.js';
 
@@ -134,5 +137,22 @@ export async function replicaSet(opts: ReplicaSetOptions): Promise<ReplicaSet> {
   return {
     token, caPem, certDir, add,
     async stopAll() { await Promise.all(replicas.map((r) => r.kill('SIGKILL'))); },
+  };
+}
+
+/** A replica set on an etcd of its own, in a temp dir: what each replica suite starts with. */
+export interface EtcdReplicas { dir: string; etcd: TestEtcd; set: ReplicaSet; close(): Promise<void> }
+
+export async function etcdReplicas(name: string, args: string[] = []): Promise<EtcdReplicas> {
+  const dir = await mkdtemp(join(tmpdir(), `farm-${name}-`));
+  const etcd = await startEtcd();
+  const set = await replicaSet({ dir, etcdUrl: etcd.url, args });
+  return {
+    dir, etcd, set,
+    async close() {
+      await set.stopAll();
+      await etcd.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }

@@ -3,14 +3,12 @@
 // outage that degrades to Status errors and recovers on its own, and kube's compactor taking turns.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connectEtcd } from '../../src/storage/etcd3/client.js';
 import { COMPACT_REV_KEY } from '../../src/storage/etcd3/compactor.js';
-import { startEtcd, type TestEtcd } from '../helpers/etcd.js';
-import { replicaSet, type Replica, type ReplicaSet } from '../helpers/replicas.js';
+import { eventually } from '../e2e/e2e.helpers.js';
+import type { TestEtcd } from '../helpers/etcd.js';
+import { etcdReplicas, type EtcdReplicas, type Replica, type ReplicaSet } from '../helpers/replicas.js';
 import type { Stream } from '../helpers/testServer.js';
 
 const NS = 'herd';
@@ -37,38 +35,24 @@ async function ok<T>(p: Promise<{ status: number; body: string; json<U>(): U }>,
   return r.json<T>();
 }
 
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.fail(`timed out (${timeoutMs} ms) waiting for ${what}`);
-}
-
 async function nextEvent(s: Stream, timeoutMs = 10_000): Promise<WatchEvent> {
   return JSON.parse(await s.next(timeoutMs)) as WatchEvent;
 }
 
 describe('replicas on one etcd', () => {
-  let dir: string;
+  let env: EtcdReplicas;
   let etcd: TestEtcd;
   let set: ReplicaSet;
   let a: Replica;
   let b: Replica;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'farm-replicas-'));
-    etcd = await startEtcd();
     // No compaction here: the outage test wants the caches to resume, not relist.
-    set = await replicaSet({ dir, etcdUrl: etcd.url, args: ['--etcd-compaction-interval=0'] });
+    env = await etcdReplicas('replicas', ['--etcd-compaction-interval=0']);
+    ({ etcd, set } = env);
     [a, b] = await Promise.all([set.add('a'), set.add('b')]);
   });
-  after(async () => {
-    await set?.stopAll();
-    await etcd?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => env?.close());
 
   it('names etcd in /livez and etcd, etcd-readiness in /readyz, as kube-apiserver does', async () => {
     const livez = await a.request('GET', '/livez?verbose');
@@ -244,22 +228,16 @@ describe('replicas on one etcd', () => {
 });
 
 describe('compaction on replicas (kube compactor: compact_rev_key as a logical clock)', () => {
-  let dir: string;
+  let env: EtcdReplicas;
   let etcd: TestEtcd;
-  let set: ReplicaSet;
   let a: Replica;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'farm-compact-'));
-    etcd = await startEtcd();
-    set = await replicaSet({ dir, etcdUrl: etcd.url, args: ['--etcd-compaction-interval=1s', '--watch-history=5'] });
-    [a] = await Promise.all([set.add('a'), set.add('b')]);
+    env = await etcdReplicas('compact', ['--etcd-compaction-interval=1s', '--watch-history=5']);
+    etcd = env.etcd;
+    [a] = await Promise.all([env.set.add('a'), env.set.add('b')]);
   });
-  after(async () => {
-    await set?.stopAll();
-    await etcd?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => env?.close());
 
   it('two replicas compact one at a time: the clock advances about once per interval, and old revisions are gone from etcd', async () => {
     const client = connectEtcd({ hosts: [etcd.url] });
@@ -301,23 +279,15 @@ describe('compaction on replicas (kube compactor: compact_rev_key as a logical c
 });
 
 describe('--workers 2 on etcd3: two processes share one port', () => {
-  let dir: string;
-  let etcd: TestEtcd;
-  let set: ReplicaSet;
+  let env: EtcdReplicas;
   let server: Replica;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'farm-workers-'));
-    etcd = await startEtcd();
-    set = await replicaSet({ dir, etcdUrl: etcd.url, args: ['--etcd-compaction-interval=0'] });
+    env = await etcdReplicas('workers', ['--etcd-compaction-interval=0']);
     // debug: every request is logged with its process's pid.
-    server = await set.add('workers', ['--workers', '2', '--log-level', 'debug']);
+    server = await env.set.add('workers', ['--workers', '2', '--log-level', 'debug']);
   });
-  after(async () => {
-    await set?.stopAll();
-    await etcd?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => env?.close());
 
   /** The pids that logged an incoming request since `from` bytes into the log. */
   const servingPids = (from: number) => new Set(readFileSync(server.log, 'utf8').slice(from).split('\n')

@@ -6,15 +6,12 @@
 // wrote. Both programs speak one protocol (test/clients/README.md): a line per stdin expectation.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
 import { ensureClientGo, ensureKubeRs } from '../clients/clients.js';
-import { startEtcd, type TestEtcd } from '../helpers/etcd.js';
-import { replicaSet, type Replica, type ReplicaSet } from '../helpers/replicas.js';
+import { etcdReplicas, type EtcdReplicas, type Replica } from '../helpers/replicas.js';
 
 /** What a follower reports in each line's detail; `gone` (watch errors with code 410) only from kube-rs. */
 interface FollowDetail { lists: number; gone?: number; errors?: string[] }
@@ -37,9 +34,7 @@ async function ok(p: Promise<{ status: number; body: string }>): Promise<void> {
 }
 
 describe('client libraries relist after a replica crash on etcd3', () => {
-  let dir: string;
-  let etcd: TestEtcd;
-  let set: ReplicaSet;
+  let env: EtcdReplicas;
   let a: Replica;
   let b: Replica;
   const bins = new Map<string, string>();
@@ -47,16 +42,10 @@ describe('client libraries relist after a replica crash on etcd3', () => {
   // Cold builds (cargo, go) take minutes: they belong to setup, not to the scenario's own time bound.
   before(async () => {
     for (const f of followers) bins.set(f.client, await f.ensure());
-    dir = await mkdtemp(join(tmpdir(), 'farm-relist-'));
-    etcd = await startEtcd();
-    set = await replicaSet({ dir, etcdUrl: etcd.url });
-    [a, b] = await Promise.all([set.add('a'), set.add('b')]);
+    env = await etcdReplicas('relist');
+    [a, b] = await Promise.all([env.set.add('a'), env.set.add('b')]);
   }, { timeout: 20 * 60_000 });
-  after(async () => {
-    await set?.stopAll();
-    await etcd?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  after(() => env?.close());
 
   for (const f of followers) {
     it(`${f.client}: a watch resumed on the restarted replica gets 410, the client lists again and converges`, { timeout: 5 * 60_000 }, async (t) => {
@@ -64,8 +53,8 @@ describe('client libraries relist after a replica crash on etcd3', () => {
       const llamas = `/apis/farm.example.com/v1alpha/namespaces/${ns}/llamas`;
       const name = (n: number) => `${ns}-${n}`;
       const llama = (n: number) => ({ apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name: name(n), namespace: ns }, spec: { weight: n + 1, height: n + 1 } });
-      const kubeconfig = join(dir, `${ns}.kubeconfig`);
-      await writeKubeconfig(kubeconfig, { server: a.url, caPem: set.caPem, token: set.token, namespace: ns });
+      const kubeconfig = join(env.dir, `${ns}.kubeconfig`);
+      await writeKubeconfig(kubeconfig, { server: a.url, caPem: env.set.caPem, token: env.set.token, namespace: ns });
       for (const n of [0, 1, 2]) await ok(a.request('POST', llamas, llama(n)));
 
       const child = spawn(bins.get(f.client)!, f.args(kubeconfig, ns), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', RUST_BACKTRACE: '1' } });

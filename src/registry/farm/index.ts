@@ -1,12 +1,12 @@
 // The resources this server serves. Adding a resource = one file + one line here.
 import type { FastifyBaseLogger } from 'fastify';
-import type { ResourceDefinition } from '../resource.js';
+import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
 import type { ResourceStorage, StorageBackend } from '../../storage/backend.js';
 import { memoryBackend } from '../../storage/memory/memoryBackend.js';
 import type { Upstream } from '../../upstream/client.js';
 import type { Reflector } from '../../upstream/reflector.js';
 import { farmPodDefinition, FarmPodSource } from './farmpod.js';
-import { llamaDefinition } from './llama.js';
+import { llamaDefinition, llamaDescriptor } from './llama.js';
 
 export interface ResourceContext {
   watchHistory: number;
@@ -33,7 +33,10 @@ export interface Resources {
 }
 
 export function buildResources(ctx: ResourceContext): Resources {
-  const llamas = (ctx.storage ?? memoryBackend()).forResource('farm.example.com/llamas', ctx.watchHistory);
+  const backend = ctx.storage ?? memoryBackend();
+  // Keys per group and resource, as kube's storage prefixes are ("<group>/<resource>").
+  const storageFor = (d: ResourceDescriptor) => backend.forResource(`${d.group}/${d.plural}`, ctx.watchHistory);
+  const llamas = storageFor(llamaDescriptor());
   const strategy = { garbageCollection: ctx.garbageCollection, now: ctx.now ?? (() => new Date()), generateName: ctx.generateName };
   const out: Resources = { definitions: [llamaDefinition(llamas, strategy)], stores: new Map([['llamas', llamas]]), reflectors: [], omitted: [] };
   if (ctx.upstream && ctx.log) {
