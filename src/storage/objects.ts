@@ -28,9 +28,17 @@ export function stamped(key: string, obj: KubeObject, rv: number): Entry {
  * still be able to lose its finalizers.
  */
 export function checkSize(entry: Entry, prev: Entry | undefined, allowGrowth = false): void {
-  const grows = !prev || entry.json.length > prev.json.length;
-  if (allowGrowth || !grows || entry.json.length <= MAX_OBJECT_BYTES / 3) return;
-  const bytes = Buffer.byteLength(entry.json);
+  checkJsonSize(entry.json.length, () => Buffer.byteLength(entry.json), prev, allowGrowth);
+}
+
+/**
+ * checkSize for JSON known by its length (UTF-16 units) and byte count, e.g. a backend's stored value
+ * plus the resourceVersion field it leaves out: nothing is serialized again to measure it.
+ */
+export function checkJsonSize(length: number, byteLength: () => number, prev: Entry | undefined, allowGrowth = false): void {
+  const grows = !prev || length > prev.json.length;
+  if (allowGrowth || !grows || length <= MAX_OBJECT_BYTES / 3) return;
+  const bytes = byteLength();
   if (bytes > MAX_OBJECT_BYTES) {
     throw storageErrors.tooLarge(`Request entity too large: the object would be ${bytes} bytes of JSON, the limit is ${MAX_OBJECT_BYTES}`);
   }

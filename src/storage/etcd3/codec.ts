@@ -34,6 +34,12 @@ export function encodeValue(obj: KubeObject): string {
   return JSON.stringify({ ...obj, metadata });
 }
 
+/**
+ * How much longer the object as served at `rv` is than its stored value: exactly the field
+ * `"resourceVersion":"<rv>",` (metadata always holds a name, so the comma is there).
+ */
+export const resourceVersionFieldLength = (rv: number): number => `"resourceVersion":"${rv}",`.length;
+
 /** The entry of a key-value, stamped with `rv` (default: the value's mod_revision). */
 export function decodeEntry(keys: EtcdKeys, kv: IKeyValue, rv = revision(kv.mod_revision)): Entry {
   return stamped(keys.storageKey(kv.key), JSON.parse(kv.value.toString('utf8')) as KubeObject, rv);

@@ -8,10 +8,16 @@ import { CacheReader, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
 import { ObjectCache } from '../cacher/objectCache.js';
 import { storageErrors } from '../errors.js';
 import type { CacheView, Entry, ListOptions, ListResult, Preconditions, Storage, TryUpdate, UpdateOptions } from '../interfaces.js';
-import { checkPreconditions, checkSize, sameObject, stamped } from '../objects.js';
+import { checkJsonSize, checkPreconditions, sameObject, stamped } from '../objects.js';
 import { CacheFeed } from './cacheFeed.js';
 import type { EtcdClient, IRangeResponse, ITxnResponse } from './client.js';
-import { decodeEntry, EtcdKeys, encodeValue, revision, storageErrorOf } from './codec.js';
+import { decodeEntry, EtcdKeys, encodeValue, resourceVersionFieldLength, revision, storageErrorOf } from './codec.js';
+
+/** The size bound on a value as stored, measured as the object served at `rv` (without serializing it again). */
+function checkValueSize(value: string, rv: number, prev: Entry | undefined, allowGrowth?: boolean): void {
+  const field = resourceVersionFieldLength(rv);
+  checkJsonSize(value.length + field, () => Buffer.byteLength(value) + field, prev, allowGrowth);
+}
 
 /** Re-runs of a try-update whose object kept changing under it before giving up with a conflict. */
 const maxUpdateAttempts = 10;
@@ -75,7 +81,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
 
   async create(key: string, object: KubeObject): Promise<Entry> {
     const value = encodeValue(object);
-    checkSize(stamped(key, object, this.objects.resourceVersion + 1), undefined);
+    checkValueSize(value, this.objects.resourceVersion + 1, undefined);
     const k = this.keys.key(key);
     const txn = await this.txn({
       compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -118,7 +124,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
         return { entry: current, created: false, result };
       }
       const value = encodeValue(object);
-      checkSize(stamped(key, object, current?.rv ?? this.objects.resourceVersion + 1), current, opts.allowGrowthPastLimit);
+      checkValueSize(value, current?.rv ?? this.objects.resourceVersion + 1, current, opts.allowGrowthPastLimit);
       const txn = await this.txn({
         compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current?.rv ?? 0 }],
         success: [{ request_put: { key: k, value: Buffer.from(value) } }],
