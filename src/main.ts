@@ -41,6 +41,15 @@ const synced = (name: string, r: Reflector): HealthCheck => ({
   name, check: () => (r.synced ? undefined : `not synced with kube-apiserver${r.lastError ? `: ${r.lastError}` : ''}`),
 });
 
+/** Resolves once every check passes (polled; storage checks are rate-limited anyway). */
+async function untilHealthy(checks: HealthCheck[]): Promise<void> {
+  for (;;) {
+    const results = await Promise.all(checks.map((c) => c.check()));
+    if (results.every((r) => r === undefined)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function main(): Promise<void> {
   // Until the server listens, a signal just ends the process cleanly.
   let onSignal: (signal: string) => void = () => process.exit(0);
@@ -116,6 +125,10 @@ async function main(): Promise<void> {
     { initial: { cert, key } });
 
   const host = config.bindAddress.includes(':') ? `[${config.bindAddress}]` : config.bindAddress;
+  // A worker takes connections only once its storage serves: the primary hands connections to any
+  // listening worker, and the pod is already ready through the others (a lone process listens at once
+  // so /livez answers while /readyz says why it waits).
+  if (isWorker()) await untilHealthy(storage.readyz);
   await step(`cannot listen on ${host}:${config.port}`, () => app.listen({ port: config.port, host: config.bindAddress }));
   const connectHost = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
   const url = `https://${connectHost}:${config.port}`;
