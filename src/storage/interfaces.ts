@@ -23,7 +23,8 @@ export interface Change {
 
 export type WatchItem =
   | { type: ChangeType; entry: Entry }
-  | { type: 'INITIAL_END' | 'BOOKMARK'; rv: number };
+  /** rv: a number, or a resource's own opaque resourceVersion text (FarmPods' "<pod>.<llama>"). */
+  | { type: 'INITIAL_END' | 'BOOKMARK'; rv: number | string };
 
 /** storage.SelectionPredicate: what narrows a list or watch beyond the key prefix. */
 export interface Predicate {
@@ -49,6 +50,8 @@ export interface ListOptions {
 export interface ListResult {
   items: Entry[];
   resourceVersion: number;
+  /** What the client is told instead of `resourceVersion`: a resource's own opaque text (FarmPods' "<pod>.<llama>"). */
+  resourceVersionText?: string;
   continue?: string;
   /** Only when no predicate filters what remains (etcd can count it then). */
   remainingItemCount?: number;

@@ -307,7 +307,9 @@ test('Pods appear as FarmPods: get -A, -o wide, -o yaml, short name fp, category
   const pod = JSON.parse(await must(['get', 'pod', 'web-1', '-n', NS, '-o', 'json']));
   assert.equal(fp.apiVersion, 'farm.example.com/v1alpha');
   assert.equal(fp.kind, 'FarmPod');
-  assert.equal(fp.metadata.resourceVersion, pod.metadata.resourceVersion, 'resourceVersion is the Pod\'s');
+  // A FarmPod resourceVersion is "<pod>.<llama>" (docs/farmpods.md): at least as new as the Pod it shows.
+  assert.match(fp.metadata.resourceVersion, /^\d+\.\d+$/);
+  assert.ok(Number(fp.metadata.resourceVersion.split('.')[0]) >= Number(pod.metadata.resourceVersion), `${fp.metadata.resourceVersion} vs the Pod's ${pod.metadata.resourceVersion}`);
   assert.notEqual(fp.metadata.uid, pod.metadata.uid, 'a uid of its own');
   assert.equal(fp.metadata.uid, farmPodUid(pod.metadata.uid), 'derived from the Pod\'s uid (stable)');
   assert.equal(fp.metadata.creationTimestamp, pod.metadata.creationTimestamp);
@@ -372,8 +374,10 @@ test('kubectl get farmpods -w shows ADDED/MODIFIED/DELETED within seconds of eac
       assert.equal(running.object.status.podIP, '10.1.2.4');
       assert.equal(running.object.status.restarts, 1);
       assert.ok(terminating.object.metadata.deletionTimestamp, 'the Terminating FarmPod carries the deletionTimestamp');
-      const rvs = [added, running, terminating, deleted].map((e) => Number(e.object.metadata.resourceVersion));
-      assert.deepEqual([...rvs].sort((a, b) => a - b), rvs, `resourceVersions increase: ${rvs}`);
+      const rvs = [added, running, terminating, deleted].map((e) => e.object.metadata.resourceVersion.split('.').map(Number));
+      for (let i = 1; i < rvs.length; i++) {
+        assert.ok(rvs[i][0] > rvs[i - 1][0] && rvs[i][1] >= rvs[i - 1][1], `Pod-driven resourceVersions move the Pod coordinate: ${rvs.join(' ')}`);
+      }
       // Only web-2 changed: the raw watch (from the list's RV) saw nothing else. A force delete of a
       // Pod already gracefully deleting is an update (deletionGracePeriodSeconds → 0), then the delete.
       assert.deepEqual(raw.events.items.map((i) => `${i.v.type} ${i.v.object.metadata.name}`),
@@ -445,8 +449,9 @@ test('the llama summary follows relabelling and Llama edits (a watch sees MODIFI
     const molly = JSON.stringify({ apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name: 'molly', namespace: NS }, spec: { weight: 95, height: 1.6, color: 'grey' } });
     const created = await step('llama molly created', ['create', '-f', '-'], molly, (l) => l?.found === true);
     assert.deepEqual(created.status.llama, { name: 'molly', found: true, weight: 95, height: 1.6, color: 'grey' });
-    const podRV = JSON.parse(await must(['get', 'pod', 'shear-1', '-n', NS, '-o', 'json'])).metadata.resourceVersion;
-    assert.equal(created.metadata.resourceVersion, podRV, 'a Llama change keeps the Pod\'s resourceVersion');
+    const mollyRV = JSON.parse(await must(['get', 'llama', 'molly', '-n', NS, '-o', 'json'])).metadata.resourceVersion;
+    assert.equal(created.metadata.resourceVersion.split('.')[1], mollyRV, 'a Llama-driven change is at the Llama\'s resourceVersion');
+    assert.notEqual(created.metadata.resourceVersion, relabelled.metadata.resourceVersion);
 
     const recolored = await step('llama molly patched to black', ['patch', 'llama', 'molly', '-n', NS, '--type=merge', '-p', '{"spec":{"color":"black"}}'], undefined,
       (l) => l?.color === 'black');
@@ -513,13 +518,46 @@ test('a user allowed farmpods but not pods gets 403 naming the pods permission (
   assert.match(stillNoGet.stderr, /cannot get resource "pods"/, 'list on pods does not grant get');
 }));
 
+test('list, edit a Llama, edit a Pod, then watch from the list\'s resourceVersion: both changes exactly once, in order; a malformed RV is 400', () => withLog(async () => {
+  await must(['create', '-f', '-'], podManifest('rv-1', NS, { labels: { 'farm.example.com/llama': 'dolly' } }));
+  await eventually('rv-1 with dolly', WAIT_MS, async () => (await farmPod('rv-1'))?.status?.llama?.found === true);
+  const list = await call(viaAggregator('admin'), 'GET', `${GV}/namespaces/${NS}/farmpods?fieldSelector=metadata.name%3Drv-1`);
+  assert.equal(list.status, 200, list.body);
+  const listRV: string = list.json().metadata.resourceVersion;
+  assert.match(listRV, /^\d+\.\d+$/);
+  await must(['patch', 'llama', 'dolly', '-n', NS, '--type=merge', '-p', '{"spec":{"weight":121}}']);
+  await eventually('rv-1 sees weight 121', WAIT_MS, async () => (await farmPod('rv-1'))?.status?.llama?.weight === 121);
+  await must(['label', 'pod', 'rv-1', '-n', NS, 'tick=1']);
+  await eventually('rv-1 relabelled', WAIT_MS, async () => (await farmPod('rv-1'))?.metadata?.labels?.tick === '1');
+  const w = await rawWatch(viaAggregator('admin'), `${GV}/namespaces/${NS}/farmpods?watch=true&resourceVersion=${listRV}&fieldSelector=metadata.name%3Drv-1`);
+  try {
+    assert.equal(w.status, 200);
+    await w.events.waitFor((e) => e.type === 'MODIFIED' && e.object.metadata.labels?.tick === '1', { what: 'the Pod-driven change', timeoutMs: WAIT_MS });
+    await sleep(300);
+    const seen = w.events.items.map((i) => `${i.v.type} ${i.v.object.status.llama.weight} ${i.v.object.metadata.labels?.tick ?? '-'}`);
+    assert.deepEqual(seen, ['MODIFIED 121 -', 'MODIFIED 121 1'], w.events.dump());
+    // Resuming from the first event's RV (an informer that saw it) gives exactly the second.
+    const first: string = w.events.items[0].v.object.metadata.resourceVersion;
+    const resumed = await rawWatch(viaAggregator('admin'), `${GV}/namespaces/${NS}/farmpods?watch=true&resourceVersion=${first}&fieldSelector=metadata.name%3Drv-1`);
+    try {
+      await resumed.events.waitFor(() => true, { what: 'the resumed event', timeoutMs: WAIT_MS });
+      await sleep(300);
+      assert.deepEqual(resumed.events.items.map((i) => i.v.object.metadata.resourceVersion), [w.events.items[1].v.object.metadata.resourceVersion]);
+    } finally { resumed.close(); }
+  } finally { w.close(); }
+  const bad = await call(viaAggregator('admin'), 'GET', `${GV}/namespaces/${NS}/farmpods?resourceVersion=1.x`);
+  assert.equal(bad.status, 400, bad.body);
+  assert.equal(bad.json().message, 'invalid resource version: "1.x"');
+  await must(['delete', 'pod', 'rv-1', '-n', NS, '--grace-period=0', '--force']);
+}));
+
 test('a watch from a resourceVersion older than the cache\'s history gets an ERROR event: 410 Expired', () => withLog(async () => {
   const w = await rawWatch(viaAggregator('admin'), `${GV}/namespaces/${NS}/farmpods?watch=true&resourceVersion=1`);
   assert.equal(w.status, 200);
   const e = await w.events.waitFor(() => true, { what: 'the ERROR event' });
   assert.equal(e.v.type, 'ERROR');
   assert.deepEqual([e.v.object.kind, e.v.object.code, e.v.object.reason], ['Status', 410, 'Expired']);
-  assert.match(e.v.object.message, /^too old resource version: 1 \(\d+\)$/);
+  assert.match(e.v.object.message, /^too old resource version: 1 \(\d+\.\d+\)$/);
   assert.equal(await w.events.whenEnded(5000), true, 'the stream ends after the ERROR event');
   assert.equal(w.events.items.length, 1, w.events.dump());
 }));

@@ -9,7 +9,9 @@ import type { KubeObject } from '../../src/apimachinery/types.js';
 import { validateObject } from '../../src/registry/validation.js';
 import { farmPodDefinition, FarmPodSource, farmPodUid, LLAMA_LABEL, toFarmPod } from '../../src/registry/farm/farmpod.js';
 import { ObjectCache } from '../../src/storage/cacher/objectCache.js';
-import type { WatchItem } from '../../src/storage/interfaces.js';
+import { parseFarmPodRV } from '../../src/registry/farm/farmPodRV.js';
+import type { Entry, ListOptions, WatchItem } from '../../src/storage/interfaces.js';
+import type { StorageError } from '../../src/storage/errors.js';
 import { makeEntry, objectKey } from '../../src/storage/objects.js';
 import type { Upstream } from '../../src/upstream/client.js';
 
@@ -209,25 +211,33 @@ class FakeUpstream {
   }
 }
 
-function collect(cache: ObjectCache, fromRV?: number) {
+/** A FarmPod watch from a resourceVersion ("" = from now), as a request opens it. */
+async function collect(src: FarmPodSource, fromRV = '', opts: { allowInitial?: boolean } = {}) {
   const items: WatchItem[] = [];
-  const w = cache.watch({ fromRV, capacity: 100 });
+  const rv = parseFarmPodRV(fromRV);
+  const w = await src.reader.watchFrom(rv, { prefix: '', initialState: opts.allowInitial === true, predicate: {}, capacity: 100 });
   const ended = (async () => { for (;;) { const i = await w.next(); if (!i) return; items.push(i); } })();
-  return { items, ended, close: () => w.close(), events: () => items.map((i) => ('entry' in i ? `${i.type} ${i.entry.key}` : i.type)) };
+  return {
+    items, ended, close: () => w.close(), watcher: w,
+    events: () => items.map((i) => ('entry' in i ? `${i.type} ${i.entry.key}` : i.type)),
+    /** Events with the resourceVersion each carries (bookmarks too). */
+    stamped: () => items.map((i) => ('entry' in i ? `${i.type} ${i.entry.key} ${i.entry.object.metadata.resourceVersion}` : `${i.type} ${i.rv}`)),
+  };
 }
 const tick = () => new Promise((r) => setImmediate(r));
+const listAll = (o: Partial<ListOptions> = {}): ListOptions => ({ prefix: '', resourceVersion: '', resourceVersionMatch: '', continue: '', limit: 0, predicate: {}, ...o });
 
 describe('FarmPodSource', () => {
   const sources: FarmPodSource[] = [];
   after(() => { for (const s of sources) s.reflector.stop(); });
 
-  function setup(lists: FakeUpstream['lists']) {
+  function setup(lists: FakeUpstream['lists'], o: { history?: number; llamas?: ObjectCache } = {}) {
     const up = new FakeUpstream();
     up.lists = lists;
-    const llamas = new ObjectCache(100);
-    const src = new FarmPodSource(up as unknown as Upstream, llamas, log, 100);
+    const llamas = o.llamas ?? new ObjectCache(100);
+    const src = new FarmPodSource(up as unknown as Upstream, llamas, log, o.history ?? 100);
     sources.push(src);
-    let llamaRV = 0;
+    let llamaRV = llamas.resourceVersion;
     const putLlama = (l: KubeObject) => {
       const key = objectKey(l.metadata.namespace, l.metadata.name!);
       const prev = llamas.get(key);
@@ -238,7 +248,7 @@ describe('FarmPodSource', () => {
       const prev = llamas.get(key)!;
       llamas.apply({ type: 'DELETED', rv: ++llamaRV, entry: prev, prev });
     };
-    return { up, src, putLlama, deleteLlama };
+    return { up, src, llamas, putLlama, deleteLlama };
   }
   const llamaOf = (src: FarmPodSource, key: string) => (src.cache.get(key)?.object.status as Record<string, unknown> | undefined)?.llama;
 
@@ -251,8 +261,9 @@ describe('FarmPodSource', () => {
     assert.equal(up.calls.length, 3);
     for (const c of up.calls.slice(0, 2)) assert.match(c, /^pods GET \/api\/v1\/pods(\?|$)/);
     assert.match(up.watches[0].path, /^\/api\/v1\/pods\?watch=true&allowWatchBookmarks=true&resourceVersion=120&timeoutSeconds=\d+$/);
-    assert.equal(src.cache.resourceVersion, 120);
-    assert.deepEqual(src.cache.list().map((e) => [e.key, e.rv, e.object.metadata.resourceVersion]), [['farm/a', 101, '101'], ['other/b', 115, '115']]);
+    assert.equal(src.reader.currentText, '120.0', 'the list\'s Pod RV, and no Llama change yet');
+    // A relist stamps every FarmPod with the position it starts from: a client may resume from any of them.
+    assert.deepEqual(src.cache.list().map((e) => [e.key, e.object.metadata.resourceVersion]), [['farm/a', '120.0'], ['other/b', '120.0']]);
   });
 
   it('lists in pages (limit + continue) and serves the union at the list\'s RV', async () => {
@@ -265,7 +276,7 @@ describe('FarmPodSource', () => {
     assert.match(up.calls[0], /^pods GET \/api\/v1\/pods\?limit=\d+$/);
     assert.match(up.calls[1], /^pods GET \/api\/v1\/pods\?limit=\d+&continue=page-2%20token$/);
     assert.deepEqual(src.cache.list().map((e) => e.key), ['farm/a', 'farm/b']);
-    assert.equal(src.cache.resourceVersion, 1000);
+    assert.equal(src.reader.currentText, '1000.0');
     assert.match(w.path, /resourceVersion=1000&/);
   });
 
@@ -273,7 +284,7 @@ describe('FarmPodSource', () => {
     const { up, src } = setup([{ status: 200, rv: '200', items: [pod('a', { rv: '150' })] }]);
     src.reflector.start();
     const w = await up.nextWatch(1);
-    const seen = collect(src.cache, 200);
+    const seen = await collect(src, '200.0');
     w.send('ADDED', pod('b', { rv: '201' }));
     w.send('MODIFIED', pod('b', { rv: '202', status: runningStatus }));
     w.send('BOOKMARK', { kind: 'Pod', metadata: { resourceVersion: '205' } });
@@ -284,15 +295,15 @@ describe('FarmPodSource', () => {
     w.send('BOOKMARK', { kind: 'Pod', metadata: { resourceVersion: '210' } });
     await tick();
     assert.deepEqual(seen.events(), ['ADDED farm/b', 'MODIFIED farm/b', 'DELETED farm/a', 'ADDED farm/c']);
-    assert.deepEqual(seen.items.map((i) => ('entry' in i ? i.entry.rv : 0)), [201, 202, 206, 207]);
+    assert.deepEqual(seen.items.map((i) => ('entry' in i ? i.entry.object.metadata.resourceVersion : '')), ['201.0', '202.0', '206.0', '207.0']);
     assert.equal((src.cache.get('farm/b')!.object.status as Record<string, unknown>).status, 'Running');
     assert.equal(src.cache.get('farm/a'), undefined);
-    assert.equal(src.cache.resourceVersion, 210);
-    assert.doesNotThrow(() => src.cache.watch({ fromRV: 210, capacity: 10 }).close());
+    assert.equal(src.reader.currentText, '210.0');
+    (await collect(src, '210.0')).close();
     seen.close();
   });
 
-  it('re-enriches FarmPods when their Llama is created, edited, or deleted; keeps the Pod\'s RV; ignores irrelevant edits', async () => {
+  it('re-enriches FarmPods when their Llama is created, edited, or deleted, at the Llama\'s position; ignores irrelevant edits', async () => {
     const { up, src, putLlama, deleteLlama } = setup([{ status: 200, rv: '300', items: [
       pod('a', { rv: '290', labels: { [LLAMA_LABEL]: 'dolly' } }), pod('b', { rv: '291', labels: { [LLAMA_LABEL]: 'dolly' } }),
       pod('c', { rv: '292', labels: { [LLAMA_LABEL]: 'molly' } }), pod('d', { rv: '293' }),
@@ -300,12 +311,12 @@ describe('FarmPodSource', () => {
     src.reflector.start();
     await up.nextWatch(1);
     assert.deepEqual(llamaOf(src, 'farm/a'), { name: 'dolly', found: false });
-    const seen = collect(src.cache, 300);
+    const seen = await collect(src, '300.0');
     putLlama(llama('dolly', { weight: 120, height: 1.7, color: 'brown' }));
     await tick();
-    assert.deepEqual(seen.events().sort(), ['MODIFIED farm/a', 'MODIFIED farm/b']);
+    assert.deepEqual(seen.stamped().sort(), ['MODIFIED farm/a 300.1', 'MODIFIED farm/b 300.1'], 'one step for both, at the Llama\'s resourceVersion');
     assert.deepEqual(llamaOf(src, 'farm/a'), { name: 'dolly', found: true, weight: 120, height: 1.7, color: 'brown' });
-    assert.equal(src.cache.get('farm/a')!.object.metadata.resourceVersion, '290', 'a Llama edit does not change the FarmPod\'s resourceVersion (the Pod\'s)');
+    assert.equal(src.cache.get('farm/a')!.object.metadata.resourceVersion, '300.1', 'a Llama edit gives the FarmPod a new resourceVersion');
 
     putLlama(llama('dolly', { weight: 120, height: 1.7, color: 'black' }));
     await tick();
@@ -335,7 +346,7 @@ describe('FarmPodSource', () => {
     assert.equal((llamaOf(src, 'farm/a') as { color: string }).color, 'white');
     w.send('MODIFIED', pod('a', { rv: '401', labels: { [LLAMA_LABEL]: 'molly' } }));
     assert.deepEqual(llamaOf(src, 'farm/a'), { name: 'molly', found: true, weight: 90, height: 1.4, color: 'grey' });
-    const seen = collect(src.cache, 401);
+    const seen = await collect(src, '401.2');
     putLlama(llama('dolly', { weight: 100, height: 1.5, color: 'spotted' }));
     await tick();
     assert.deepEqual(seen.events(), [], 'the old llama no longer affects the pod');
@@ -356,32 +367,29 @@ describe('FarmPodSource', () => {
     const { up, src } = setup([{ status: 200, rv: '500', items: [pod('a', { rv: '490' })] }, { status: 200, rv: '600', items: [pod('b', { rv: '590' })] }]);
     src.reflector.start();
     const w1 = await up.nextWatch(1);
-    const seen = collect(src.cache, 500);
+    const seen = await collect(src, '500.0');
     w1.fail(new Error('connect ECONNREFUSED 127.0.0.1:6443'));
     await tick();
     assert.equal(src.unavailable(), 'the FarmPod cache is not synced with kube-apiserver: connect ECONNREFUSED 127.0.0.1:6443');
     await up.nextWatch(2);
     assert.equal(src.unavailable(), undefined);
     assert.deepEqual(src.cache.list().map((e) => e.key), ['farm/b']);
-    assert.equal(src.cache.resourceVersion, 600);
-    assert.throws(() => src.cache.watch({ fromRV: 500, capacity: 10 }), /too old resource version: 500/);
+    assert.equal(src.reader.currentText, '600.0');
+    await assert.rejects(collect(src, '500.0'), /too old resource version: 500\.0 \(600\.0\)/);
     await seen.ended; // a relist closes open FarmPod watches, so their clients relist too
     assert.equal(seen.items.length, 0);
   });
 
-  it('a Llama-driven change is not lost by a client that lists, then watches from the list\'s resourceVersion', {
-    todo: 'src/registry/farm/farmpod.ts design gap: a Llama-driven MODIFIED keeps the Pod\'s resourceVersion and is recorded at the '
-      + 'cache\'s current RV, so a watch from that RV (list-then-watch, or an informer resuming from the last RV it saw) skips it; '
-      + 'fixing it needs FarmPod resourceVersions of their own (not the Pod\'s), a design decision',
-  }, async () => {
+  it('a Llama-driven change is not lost by a client that lists, then watches from the list\'s resourceVersion', async () => {
     const { up, src, putLlama } = setup([{ status: 200, rv: '900', items: [pod('a', { rv: '900', labels: { [LLAMA_LABEL]: 'dolly' } })] }]);
     src.reflector.start();
     await up.nextWatch(1);
-    const listRV = src.cache.resourceVersion; // what a list answers with
+    const listRV = (await src.reader.list(listAll())).resourceVersionText!;
+    assert.equal(listRV, '900.0');
     putLlama(llama('dolly', { weight: 100, height: 1.5, color: 'black' })); // happens between the client's list and its watch
-    const seen = collect(src.cache, listRV);
+    const seen = await collect(src, listRV);
     await tick();
-    assert.deepEqual(seen.events(), ['MODIFIED farm/a']);
+    assert.deepEqual(seen.stamped(), ['MODIFIED farm/a 900.1']);
     seen.close();
   });
 
@@ -403,5 +411,193 @@ describe('FarmPodSource', () => {
     await up.nextWatch(2);
     assert.equal(src.unavailable(), undefined);
     assert.deepEqual(src.cache.list().map((e) => e.key), ['farm/z']);
+  });
+});
+
+describe('FarmPod resourceVersions ("<pod>.<llama>")', () => {
+  const sources: FarmPodSource[] = [];
+  after(() => { for (const s of sources) s.reflector.stop(); });
+  const labelled = (name: string, rv: string, extra: Record<string, unknown> = {}) => pod(name, { rv, labels: { [LLAMA_LABEL]: 'dolly' }, ...extra });
+
+  /** A source synced from a list at Pod RV `listRV`, its Pod watch, and a Llama writer (`llamas` shared = etcd3-like). */
+  async function synced(listRV: string, items: Pod[], o: { history?: number; llamas?: ObjectCache } = {}) {
+    const up = new FakeUpstream();
+    up.lists = [{ status: 200, rv: listRV, items }];
+    const llamas = o.llamas ?? new ObjectCache(1000);
+    const src = new FarmPodSource(up as unknown as Upstream, llamas, log, o.history ?? 100);
+    sources.push(src);
+    const put = (l: KubeObject) => {
+      const key = objectKey(l.metadata.namespace, l.metadata.name!);
+      const prev = llamas.get(key);
+      const rv = llamas.resourceVersion + 1;
+      llamas.apply({ type: prev ? 'MODIFIED' : 'ADDED', rv, entry: makeEntry(key, l, rv), prev });
+    };
+    src.reflector.start();
+    const w = await up.nextWatch(1);
+    return { src, w, put, llamas, up };
+  }
+  const dolly = (color: string) => llama('dolly', { weight: 100, height: 1.5, color });
+  const errorOf = async (p: Promise<unknown>) => { try { await p; } catch (e) { return e as { code?: number | string; message: string }; } assert.fail('expected an error'); };
+
+  it('list, a Llama edit, a Pod edit, then watch from the list\'s RV: both changes exactly once, in order; resuming from each event\'s RV gives the rest', async () => {
+    const { src, w, put } = await synced('1000', [labelled('a', '990')]);
+    put(dolly('white'));
+    const list = await src.reader.list(listAll());
+    assert.equal(list.resourceVersionText, '1000.1');
+    put(dolly('black'));
+    w.send('MODIFIED', labelled('a', '1001', { nodeName: 'node-1' }));
+    put(dolly('brown'));
+    const seen = await collect(src, list.resourceVersionText!);
+    await tick();
+    assert.deepEqual(seen.stamped(), ['MODIFIED farm/a 1000.2', 'MODIFIED farm/a 1001.2', 'MODIFIED farm/a 1001.3']);
+    const colors = seen.items.map((i) => 'entry' in i && ((i.entry.object.status as { llama: { color: string } }).llama.color));
+    assert.deepEqual(colors, ['black', 'black', 'brown']);
+    for (let i = 0; i < seen.items.length; i++) {
+      const at = (seen.items[i] as { entry: Entry }).entry.object.metadata.resourceVersion!;
+      const resumed = await collect(src, at);
+      await tick();
+      assert.deepEqual(resumed.stamped(), seen.stamped().slice(i + 1), `resumed from ${at}`);
+      resumed.close();
+    }
+    seen.close();
+  });
+
+  it('bookmarks carry the position when asked for; resuming from one sees only what came later', async () => {
+    const { src, w, put } = await synced('50', [labelled('a', '40')]);
+    const seen = await collect(src, '50.0');
+    seen.watcher.requestBookmark();
+    w.send('BOOKMARK', { kind: 'Pod', metadata: { resourceVersion: '60' } });
+    put(dolly('grey'));
+    seen.watcher.requestBookmark();
+    await tick();
+    assert.deepEqual(seen.stamped(), ['BOOKMARK 50.0', 'MODIFIED farm/a 60.1', 'BOOKMARK 60.1']);
+    const fromFirst = await collect(src, '50.0');
+    await tick();
+    assert.deepEqual(fromFirst.stamped(), ['MODIFIED farm/a 60.1']);
+    const fromLast = await collect(src, '60.1');
+    w.send('MODIFIED', labelled('a', '61'));
+    await tick();
+    assert.deepEqual(fromLast.stamped(), ['MODIFIED farm/a 61.1']);
+    for (const x of [seen, fromFirst, fromLast]) x.close();
+  });
+
+  it('sendInitialEvents: the initial-events-end bookmark is the position of the state sent', async () => {
+    const { src, put } = await synced('70', [labelled('a', '65')]);
+    put(dolly('white'));
+    const seen = await collect(src, '', { allowInitial: true });
+    await tick();
+    assert.deepEqual(seen.stamped(), ['ADDED farm/a 70.1']);
+    seen.close();
+    const w = await src.reader.watchFrom(parseFarmPodRV(''), { prefix: '', initialState: true, initialEndMarker: true, predicate: {}, capacity: 10 });
+    await w.next();
+    assert.deepEqual(await w.next(), { type: 'INITIAL_END', rv: '70.1' });
+    w.close();
+  });
+
+  it('resourceVersionMatch=Exact lists the state at an earlier position; continue pages stay at the first page\'s position', async () => {
+    const { src, w, put } = await synced('100', [labelled('a', '90'), labelled('b', '91'), labelled('c', '92')]);
+    put(dolly('white'));
+    const before = (await src.reader.list(listAll())).resourceVersionText!;
+    const page1 = await src.reader.list(listAll({ limit: 2 }));
+    assert.equal(page1.resourceVersionText, '100.1');
+    put(dolly('black'));
+    w.send('DELETED', labelled('c', '101'));
+    const colorOf = (e: Entry) => (e.object.status as { llama: { color: string } }).llama.color;
+    const page2 = await src.reader.list(listAll({ continue: page1.continue! }));
+    assert.deepEqual(page2.items.map((e) => [e.key, colorOf(e), e.object.metadata.resourceVersion]), [['farm/c', 'white', '100.1']], 'the snapshot of page 1, not the deletion nor the edit');
+    assert.equal(page2.resourceVersionText, '100.1');
+    const exact = await src.reader.list(listAll({ resourceVersion: before, resourceVersionMatch: 'Exact' }));
+    assert.equal(exact.resourceVersionText, before);
+    assert.deepEqual(exact.items.map((e) => [e.key, colorOf(e)]), [['farm/a', 'white'], ['farm/b', 'white'], ['farm/c', 'white']]);
+    const now = await src.reader.list(listAll({ resourceVersion: before, resourceVersionMatch: 'NotOlderThan' }));
+    assert.equal(now.resourceVersionText, '101.2');
+    assert.deepEqual(now.items.map((e) => [e.key, colorOf(e)]), [['farm/a', 'black'], ['farm/b', 'black']]);
+    const forged = Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: 'x.1', start: 'farm/a\u0000' })).toString('base64url');
+    assert.equal((await errorOf(src.reader.list(listAll({ continue: forged })))).code, 400);
+  });
+
+  it('a position ahead of the cache waits (up to 3 s) for both streams, then 504; one reached meanwhile is served', async () => {
+    const { src, w, put } = await synced('200', [labelled('a', '190')]);
+    const started = Date.now();
+    const tooNew = await errorOf(src.reader.get('farm/a', '200.5'));
+    assert.equal((tooNew as StorageError).code, 'TooLargeResourceVersion');
+    assert.match(tooNew.message, /^Too large resource version: 200\.5, current: 200$/);
+    assert.ok(Date.now() - started >= 2900, 'waited the watch cache\'s 3 s');
+    const waiting = src.reader.list(listAll({ resourceVersion: '201.1', resourceVersionMatch: 'NotOlderThan' }));
+    const watching = collect(src, '201.1');
+    w.send('MODIFIED', labelled('a', '201'));
+    await tick();
+    put(dolly('white'));
+    assert.equal((await waiting).resourceVersionText, '201.1');
+    const seen = await watching;
+    w.send('MODIFIED', labelled('a', '202'));
+    await tick();
+    assert.deepEqual(seen.stamped(), ['MODIFIED farm/a 202.1'], 'only what came after 201.1');
+    seen.close();
+  });
+
+  it('too old (compacted or before the relist) → 410; malformed → 400; "0" = any; a plain Pod RV of the earlier scheme is a lower bound, never a watch start', async () => {
+    const { src, w, put } = await synced('300', [labelled('a', '290')], { history: 2 });
+    put(dolly('white'));
+    for (let i = 1; i <= 6; i++) w.send('MODIFIED', labelled('a', String(300 + i)));
+    const old = await errorOf(collect(src, '301.1'));
+    assert.equal((old as StorageError).code, 'TooOld');
+    assert.match(old.message, /^too old resource version: 301\.1 \(30\d\.1\)$/);
+    const exactOld = await errorOf(src.reader.list(listAll({ resourceVersion: '300.1', resourceVersionMatch: 'Exact' })));
+    assert.equal((exactOld as StorageError).code, 'TooOld');
+    (await collect(src, '305.1')).close();
+    for (const bad of ['abc', '1.2.3', '-1', '1.', '.1', ' 1', '18446744073709551616', '1.18446744073709551616']) {
+      const e = await errorOf(src.reader.list(listAll({ resourceVersion: bad })));
+      assert.equal(e.code, 400, bad);
+      assert.equal(e.message, `invalid resource version: ${JSON.stringify(bad)}`);
+      assert.equal((await errorOf(src.reader.get('farm/a', bad))).code, 400);
+      assert.throws(() => parseFarmPodRV(bad), /invalid resource version/);
+    }
+    assert.equal((await src.reader.list(listAll({ resourceVersion: '0' }))).resourceVersionText, '306.1');
+    assert.deepEqual(parseFarmPodRV('0'), { kind: 'any' });
+    // "305": a FarmPod RV from before this scheme (the Pod's alone): reads not older than it are served, a watch relists.
+    assert.equal((await src.reader.list(listAll({ resourceVersion: '305', resourceVersionMatch: 'NotOlderThan' }))).items.length, 1);
+    assert.equal(((await errorOf(collect(src, '306'))) as StorageError).code, 'TooOld');
+  });
+
+  it('across a restart: with Llamas kept (etcd3) the RV of the restart\'s start continues, an older one is 410; with Llamas lost (memory) every old RV is 410', async () => {
+    const llamas = new ObjectCache(1000);
+    const first = await synced('400', [labelled('a', '390')], { llamas });
+    first.put(dolly('white'));
+    const seenBefore = (await first.src.reader.list(listAll())).resourceVersionText!;
+    assert.equal(seenBefore, '400.1');
+    first.src.reflector.stop();
+    // Restarted on etcd3: the same Llamas (and RVs), Pods listed anew at a newer Pod RV.
+    const second = await synced('410', [labelled('a', '405')], { llamas });
+    assert.equal(((await errorOf(collect(second.src, seenBefore))) as StorageError).code, 'TooOld', 'the Pods changed while we were down: 410, never a skip');
+    const atStart = (await second.src.reader.list(listAll())).resourceVersionText!;
+    assert.equal(atStart, '410.1');
+    second.src.reflector.stop();
+    // Restarted again, nothing changed meanwhile: the same position means the same state, so it continues.
+    const third = await synced('410', [labelled('a', '405')], { llamas });
+    const resumed = await collect(third.src, atStart);
+    third.put(dolly('black'));
+    await tick();
+    assert.deepEqual(resumed.stamped(), ['MODIFIED farm/a 410.2']);
+    resumed.close();
+    // Restarted on memory: Llama RVs start anew above any earlier process's (its start time in µs), the Llama is gone.
+    const memory = new ObjectCache(1000, Date.now() * 1000);
+    const fourth = await synced('410', [labelled('a', '405')], { llamas: memory });
+    assert.equal(((await errorOf(collect(fourth.src, atStart))) as StorageError).code, 'TooOld');
+    assert.deepEqual((fourth.src.cache.get('farm/a')!.object.status as { llama: unknown }).llama, { name: 'dolly', found: false });
+  });
+
+  it('a position another replica reached by the other interleaving (Pod change and Llama change swapped) is 410 here, never a skip', async () => {
+    // Here: the Llama change (L=1) is applied before the Pod event (P=501); the client saw 501.0 elsewhere.
+    const { src, w, put } = await synced('500', [labelled('a', '490')]);
+    put(dolly('white'));
+    w.send('MODIFIED', labelled('a', '501'));
+    const e = await errorOf(collect(src, '501.0'));
+    assert.equal((e as StorageError).code, 'TooOld');
+    // A position between two of our steps, in both coordinates, resumes exactly: 500.1 saw the Llama change, not the Pod's.
+    const ok = await collect(src, '500.1');
+    await tick();
+    assert.deepEqual(ok.stamped(), ['MODIFIED farm/a 501.1']);
+    ok.close();
   });
 });

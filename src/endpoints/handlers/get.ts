@@ -45,8 +45,8 @@ export async function listResource(scope: RequestScope, req: Req, reply: Fastify
   return reply;
 }
 
-export function listMetaOf(list: Pick<ListResult, 'resourceVersion' | 'continue' | 'remainingItemCount'>): ListMeta {
-  const meta: ListMeta = { resourceVersion: String(list.resourceVersion) };
+export function listMetaOf(list: Pick<ListResult, 'resourceVersion' | 'resourceVersionText' | 'continue' | 'remainingItemCount'>): ListMeta {
+  const meta: ListMeta = { resourceVersion: list.resourceVersionText ?? String(list.resourceVersion) };
   if (list.continue) meta.continue = list.continue;
   if (list.remainingItemCount !== undefined) meta.remainingItemCount = list.remainingItemCount;
   return meta;

@@ -117,7 +117,7 @@ function encoder(w: WatchRequest): (item: WatchItem) => string {
     ? `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${out.version}","metadata":{},"items":null}\n`
     : `{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":{},"items":null}\n`;
   const blueprint = Buffer.from(blueprintList).toString('base64');
-  const bookmarkObject = (rv: number, initialEnd: boolean) => {
+  const bookmarkObject = (rv: number | string, initialEnd: boolean) => {
     const metadata: Record<string, unknown> = { resourceVersion: String(rv) };
     if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true', 'kubernetes.io/initial-events-list-blueprint': blueprint };
     switch (out.format) {

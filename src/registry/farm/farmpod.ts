@@ -5,18 +5,21 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { ReadOnlyStore } from '../generic/readOnlyStore.js';
 import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
-import type { Readable } from '../rest.js';
+import type { Readable, RequestContext } from '../rest.js';
+import type { ListOptions } from '../../apimachinery/options.js';
+import { interpreted } from '../generic/storageErrors.js';
 import { docs, int64 } from '../../apimachinery/schema/metav1.js';
 import { kindSchema } from '../../apimachinery/schema/kind.js';
 import { ageCell, ageOf, timedCell } from '../tableCells.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import { CacheReader } from '../../storage/cacher/cacheReader.js';
 import { ObjectCache } from '../../storage/cacher/objectCache.js';
-import type { CacheView, Change } from '../../storage/interfaces.js';
+import type { CacheView, Change, Entry, Watcher } from '../../storage/interfaces.js';
 import { makeEntry, objectKey } from '../../storage/objects.js';
 import type { Upstream } from '../../upstream/client.js';
 import { Reflector, type RawObject } from '../../upstream/reflector.js';
 import { restartsText, summarizePod, type PodLike } from './podStatus.js';
+import { FarmPodReader, PositionLog, type StepCause } from './farmPodReader.js';
+import { formatPosition, parseFarmPodRV } from './farmPodRV.js';
 
 const GROUP = 'farm.example.com';
 const VERSION = 'v1alpha';
@@ -80,13 +83,14 @@ export function farmPodUid(podUid: string): string {
 
 type LlamaLookup = (namespace: string, name: string) => KubeObject | undefined;
 
-export function toFarmPod(pod: Pod, llama: LlamaLookup): KubeObject {
+/** The FarmPod of `pod`; `resourceVersion` is its FarmPod position (the Pod's own when omitted, as a pure view). */
+export function toFarmPod(pod: Pod, llama: LlamaLookup, resourceVersion = pod.metadata?.resourceVersion): KubeObject {
   const m = pod.metadata ?? {};
   const summary = summarizePod(pod);
   const owner = (m.ownerReferences ?? []).find((r) => r.controller);
   const metadata: KubeObject['metadata'] = {
     name: m.name, namespace: m.namespace, uid: m.uid ? farmPodUid(m.uid) : undefined,
-    resourceVersion: m.resourceVersion, creationTimestamp: m.creationTimestamp,
+    resourceVersion, creationTimestamp: m.creationTimestamp,
   };
   if (m.deletionTimestamp) metadata.deletionTimestamp = m.deletionTimestamp;
   if (m.labels) metadata.labels = m.labels;
@@ -108,25 +112,34 @@ export function toFarmPod(pod: Pod, llama: LlamaLookup): KubeObject {
   };
 }
 
-/** Pods list+watched into FarmPods; llama changes re-enrich the pods that name them. */
+/**
+ * Pods list+watched into FarmPods; llama changes re-enrich the pods that name them. Each Pod event and
+ * each Llama change that alters FarmPods is one step of the cache, stamped with the FarmPod position
+ * "<pod>.<llama>" it reaches (farmPodRV.ts, docs/farmpods.md).
+ */
 export class FarmPodSource {
-  /** Fed only by this source; requests read it through `reader`. */
+  /** Fed only by this source, ordered by local step numbers; requests read it through `reader`. */
   readonly cache: ObjectCache;
-  readonly reader: CacheReader;
+  readonly reader: FarmPodReader;
   readonly reflector: Reflector;
+  readonly positions: PositionLog;
   private readonly pods = new Map<string, Pod>();
   /** "ns/llama" → keys of the pods labelled with it. */
   private readonly byLlama = new Map<string, Set<string>>();
   private readonly lookup: LlamaLookup;
+  private step = 0;
+  /** The Pod stream's position: the last list, event or bookmark. */
+  private podRV = 0;
 
-  constructor(upstream: Upstream, llamas: CacheView, log: FastifyBaseLogger, historyLimit: number) {
+  constructor(upstream: Upstream, private readonly llamas: CacheView, log: FastifyBaseLogger, historyLimit: number) {
     this.cache = new ObjectCache(historyLimit);
-    this.reader = new CacheReader(this.cache, () => this.unavailable());
+    this.positions = new PositionLog(() => ({ pod: this.podRV, llama: this.llamas.resourceVersion }));
+    this.reader = new FarmPodReader(this.cache, this.positions, () => this.unavailable());
     this.lookup = (ns, name) => llamas.get(objectKey(ns, name))?.object;
     this.reflector = new Reflector(upstream, { purpose: 'pods', path: '/api/v1/pods', log }, {
-      replace: (items, rv) => this.replace(items as Pod[], Number(rv) || this.cache.resourceVersion),
+      replace: (items, rv) => this.replace(items as Pod[], Number(rv) || this.podRV),
       event: (type, obj) => this.event(type, obj as Pod),
-      progress: (rv) => this.cache.advance(Number(rv) || 0),
+      progress: (rv) => { this.podRV = Math.max(this.podRV, Number(rv) || 0); },
     });
     llamas.subscribe((c) => this.llamaChanged(c));
   }
@@ -137,42 +150,63 @@ export class FarmPodSource {
     return `the FarmPod cache is not synced with kube-apiserver${why}`;
   }
 
-  private replace(items: Pod[], rv: number): void {
+  /** A relist: every FarmPod is stamped with the position it starts from (older positions get 410). */
+  private replace(items: Pod[], podRV: number): void {
     this.pods.clear();
     this.byLlama.clear();
+    this.podRV = podRV;
+    const pos = this.positions.current();
+    const seq = ++this.step;
+    const rv = formatPosition(pos);
     const entries = items.map((p) => {
       const key = this.track(p);
-      return makeEntry(key, toFarmPod(p, this.lookup), Number(p.metadata?.resourceVersion) || rv);
+      return makeEntry(key, toFarmPod(p, this.lookup, rv), seq);
     });
-    this.cache.reset(entries, rv);
+    this.cache.reset(entries, seq);
+    this.positions.reset(seq, pos);
   }
 
   private event(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Pod): void {
     const key = objectKey(pod.metadata?.namespace, pod.metadata?.name ?? '');
-    const rv = Math.max(Number(pod.metadata?.resourceVersion) || 0, this.cache.resourceVersion);
+    this.podRV = Math.max(Number(pod.metadata?.resourceVersion) || 0, this.podRV);
     const prev = this.cache.get(key);
-    if (type === 'DELETED') {
-      this.untrack(key);
-      if (prev) this.cache.apply({ type, rv, entry: makeEntry(key, toFarmPod(pod, this.lookup), rv), prev });
-      return;
-    }
     this.untrack(key);
-    this.track(pod);
-    this.cache.apply({ type: prev ? 'MODIFIED' : 'ADDED', rv, entry: makeEntry(key, toFarmPod(pod, this.lookup), rv), prev });
+    if (type === 'DELETED' && !prev) return;
+    if (type !== 'DELETED') this.track(pod);
+    const { seq, rv } = this.nextStep('pod');
+    const entry = makeEntry(key, toFarmPod(pod, this.lookup, rv), seq);
+    this.apply({ type: type === 'DELETED' ? 'DELETED' : prev ? 'MODIFIED' : 'ADDED', rv: seq, entry, prev });
   }
 
-  /** A llama edit changes the FarmPods that embed it; they keep their Pod's resourceVersion. */
+  /** A llama edit changes the FarmPods that embed it: one step for all of them, at the llama's position. */
   private llamaChanged(c: Change): void {
     const podKeys = this.byLlama.get(c.entry.key);
     if (!podKeys) return;
-    const rv = this.cache.resourceVersion;
+    const changed: { pod: Pod; prev: Entry }[] = [];
     for (const key of podKeys) {
       const pod = this.pods.get(key);
       const prev = this.cache.get(key);
       if (!pod || !prev) continue;
-      const next = makeEntry(key, toFarmPod(pod, this.lookup), rv);
-      if (next.json !== prev.json) this.cache.apply({ type: 'MODIFIED', rv, entry: next, prev });
+      // Compared at the FarmPod's current resourceVersion: only a different summary is a change.
+      if (JSON.stringify(toFarmPod(pod, this.lookup, prev.object.metadata.resourceVersion)) !== prev.json) changed.push({ pod, prev });
     }
+    if (changed.length === 0) return;
+    const { seq, rv } = this.nextStep('llama');
+    for (const { pod, prev } of changed) {
+      this.apply({ type: 'MODIFIED', rv: seq, entry: makeEntry(prev.key, toFarmPod(pod, this.lookup, rv), seq), prev });
+    }
+  }
+
+  private nextStep(by: StepCause): { seq: number; rv: string } {
+    const pos = this.positions.current();
+    const seq = ++this.step;
+    this.positions.record(seq, pos, by);
+    return { seq, rv: formatPosition(pos) };
+  }
+
+  private apply(change: Change): void {
+    this.cache.apply(change);
+    this.positions.prune(this.cache.oldestRV);
   }
 
   private track(pod: Pod): string {
@@ -211,8 +245,24 @@ const orNone = (v: string | undefined) => (v ? v : '<none>');
 /** FarmPods are read-only: get, list and watch from the source's cache. */
 export function farmPodDefinition(source: FarmPodSource): ResourceDefinition {
   const def = farmPodDescriptor();
-  const rest = new ReadOnlyStore(def, source.reader) satisfies Readable;
+  const rest = new FarmPodStore(def, source.reader) satisfies Readable;
   return { ...def, rest };
+}
+
+/** The generic read-only store, but a watch's resourceVersion is a FarmPod position, not a number. */
+class FarmPodStore extends ReadOnlyStore {
+  constructor(def: ResourceDescriptor, private readonly farmPods: FarmPodReader) {
+    super(def, farmPods);
+  }
+
+  override async watch(ctx: RequestContext, opts: ListOptions, capacity: number): Promise<Watcher> {
+    const predicate = this.predicate(ctx, opts);
+    const rv = parseFarmPodRV(opts.resourceVersion);
+    const initial = opts.sendInitialEvents ?? rv.kind !== 'at';
+    return interpreted(this.gr, '', () => this.farmPods.watchFrom(rv, {
+      prefix: this.prefixFor(ctx), initialState: initial, initialEndMarker: opts.sendInitialEvents === true, predicate, capacity,
+    }));
+  }
 }
 
 export function farmPodDescriptor(): ResourceDescriptor {

@@ -1,6 +1,7 @@
 // The Reader of the storage contract served from an ObjectCache (the watch cache): gets, lists at
 // one resourceVersion with continue tokens and limits, watches from any RV still in its window.
 import { errors } from '../../apimachinery/status.js';
+import type { KubeObject } from '../../apimachinery/types.js';
 import { parseRV } from '../../apimachinery/resourceVersion.js';
 import { decodeContinue, encodeContinue, TOO_OLD_CONTINUE } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
@@ -63,25 +64,7 @@ export class CacheReader implements Reader {
     } else {
       candidates = this.cacheRead(() => cache.list({ prefix: opts.prefix, atRV, startAfter }));
     }
-    const limit = opts.limit > 0 ? opts.limit : Infinity;
-    const matches = predicate.matches;
-    // Nothing to filter or cut: the candidates are the list (a fresh array from the cache, not copied again).
-    if (!matches && candidates.length <= limit) return { items: candidates, resourceVersion: listRV };
-    const items: Entry[] = [];
-    let i = 0;
-    for (; i < candidates.length && items.length < limit; i++) {
-      if (!matches || matches(candidates[i].object)) items.push(candidates[i]);
-    }
-    const result: ListResult = { items, resourceVersion: listRV };
-    if (items.length === limit && i < candidates.length) {
-      const more = matches ? candidates.slice(i).some((e) => matches(e.object)) : true;
-      if (more) {
-        result.continue = encodeContinue(listRV, items[items.length - 1].key);
-        // etcd can count what remains only when no selector filters it; upstream omits it otherwise.
-        if (!matches) result.remainingItemCount = candidates.length - i;
-      }
-    }
-    return result;
+    return paginate(candidates, opts.limit, predicate.matches, listRV, (lastKey) => encodeContinue(listRV, lastKey));
   }
 
   async watch(opts: WatchOptions): Promise<Watcher> {
@@ -104,4 +87,29 @@ export class CacheReader implements Reader {
       throw e;
     }
   }
+}
+
+/**
+ * The page of `candidates` (sorted entries) a list answers: those `matches` accepts, at most `limit`
+ * (0 = all), with a continue token (made by `token` from the last key) when more would match.
+ */
+export function paginate(candidates: Entry[], limit: number, matches: ((obj: KubeObject) => boolean) | undefined, resourceVersion: number, token: (lastKey: string) => string): ListResult {
+  const max = limit > 0 ? limit : Infinity;
+  // Nothing to filter or cut: the candidates are the list (a fresh array from the cache, not copied again).
+  if (!matches && candidates.length <= max) return { items: candidates, resourceVersion };
+  const items: Entry[] = [];
+  let i = 0;
+  for (; i < candidates.length && items.length < max; i++) {
+    if (!matches || matches(candidates[i].object)) items.push(candidates[i]);
+  }
+  const result: ListResult = { items, resourceVersion };
+  if (items.length === max && i < candidates.length) {
+    const more = matches ? candidates.slice(i).some((e) => matches(e.object)) : true;
+    if (more) {
+      result.continue = token(items[items.length - 1].key);
+      // etcd can count what remains only when no selector filters it; upstream omits it otherwise.
+      if (!matches) result.remainingItemCount = candidates.length - i;
+    }
+  }
+  return result;
 }
