@@ -27,12 +27,17 @@ export function goQuote(s: string): string {
       case '\v': out += '\\v'; continue;
     }
     if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
-    else if (ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch)) out += ch;
+    else if (isPrint(ch)) out += ch;
     else if (c >= 0xd800 && c <= 0xdfff) out += '\\ufffd'; // a lone surrogate: Go sees invalid UTF-8
     else if (c < 0x10000) out += `\\u${c.toString(16).padStart(4, '0')}`;
     else out += `\\U${c.toString(16).padStart(8, '0')}`;
   }
   return out + '"';
+}
+
+/** unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII space. */
+export function isPrint(ch: string): boolean {
+  return ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch);
 }
 
 /** Go's byte-wise string order (UTF-8 order is code point order). */

@@ -50,10 +50,46 @@ export function prepareForUpdate(next: KubeObject, old: KubeObject): KubeObject 
   return { ...next, metadata: m };
 }
 
-/** generation +1 when anything but metadata/status changed; compared after defaulting and pruning. */
+/**
+ * generation +1 when anything but metadata changed (the customresource strategy); compared after
+ * defaulting and pruning. With a status subresource the status was reset first, so only spec moves it.
+ */
 export function bumpGeneration(next: KubeObject, old: KubeObject): KubeObject {
-  if (!specChanged(next, old)) return next;
+  if (!nonMetadataChanged(next, old)) return next;
   return { ...next, metadata: { ...next.metadata, generation: (old.metadata.generation ?? 1) + 1 } };
+}
+
+// ---- the status subresource (customresource strategy.go and status_strategy.go) ----
+
+/** The object without `.status` (create cannot set it when the status subresource exists). */
+export function withoutStatus(obj: KubeObject): KubeObject {
+  if (!Object.hasOwn(obj, 'status')) return obj;
+  const { status: _dropped, ...rest } = obj;
+  return rest as KubeObject;
+}
+
+/** The main resource's update keeps the stored status (none stored: none kept). Unchanged: the same object. */
+export function keepStoredStatus(next: KubeObject, old: KubeObject): KubeObject {
+  const had = Object.hasOwn(old, 'status');
+  if (had ? isDeepStrictEqual(next.status, old.status) : !Object.hasOwn(next, 'status')) return next;
+  return had ? { ...next, status: old.status } : withoutStatus(next);
+}
+
+/**
+ * An update through /status: the stored object with the request's `.status` (absent: removed) and
+ * managedFields (upstream's field manager has recorded the write there by now; a request that carries
+ * none keeps the stored ones, as the field manager would); metadata, spec and generation stay.
+ */
+export function statusOnlyUpdate(next: KubeObject, old: KubeObject): KubeObject {
+  const metadata: ObjectMeta = { ...old.metadata };
+  if (next.metadata.managedFields !== undefined) metadata.managedFields = next.metadata.managedFields;
+  const base = withoutStatus({ ...old, metadata });
+  return Object.hasOwn(next, 'status') ? { ...base, status: next.status } : base;
+}
+
+/** Whether two objects differ anywhere but in `.status` (what /status ignores from a request). */
+export function differsBesidesStatus(a: KubeObject, b: KubeObject): boolean {
+  return !isDeepStrictEqual(withoutStatus(a), withoutStatus(b));
 }
 
 type JsonType = 'string' | 'integer' | 'map' | 'list' | 'object' | 'boolean';
@@ -104,8 +140,9 @@ export function metaDecodeError(m: Record<string, unknown>): string | undefined 
   return listOf('finalizers', (x) => typeof x === 'string', 'string') ?? listOf('ownerReferences', ownerRef, 'v1.OwnerReference');
 }
 
-function specChanged(a: KubeObject, b: KubeObject): boolean {
-  const strip = ({ metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest }: KubeObject) => rest;
+/** copyNonMetadata + DeepEqual (apiVersion and kind are the resource's after decoding). */
+function nonMetadataChanged(a: KubeObject, b: KubeObject): boolean {
+  const strip = ({ metadata: _m, apiVersion: _a, kind: _k, ...rest }: KubeObject) => rest;
   return !isDeepStrictEqual(strip(a), strip(b));
 }
 
@@ -151,7 +188,10 @@ export function validateMetaUpdate(next: ObjectMeta, old: ObjectMeta): FieldErro
   if (old.deletionTimestamp) {
     const had = new Set(old.finalizers ?? []);
     const added = (next.finalizers ?? []).filter((f) => !had.has(f));
-    if (added.length) errs.push(FieldError.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(', ')}}`));
+    const e = FieldError.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(', ')}}`);
+    // Twice, as kube reports it: rest.BeforeUpdate's common-field check and the strategy's ValidateUpdate
+    // both run ValidateObjectMetaAccessorUpdate.
+    if (added.length) errs.push(e, e);
   }
   return errs;
 }

@@ -22,4 +22,11 @@ export interface DeleteOptions {
 }
 
 /** What every write carries besides its object (CreateOptions, UpdateOptions, PatchOptions). */
-export interface WriteOptions { dryRun: boolean; fieldValidation: FieldValidation; fieldManager?: string }
+export interface WriteOptions {
+  dryRun: boolean;
+  fieldValidation: FieldValidation;
+  /** The fieldManager query parameter (the manager then defaults to the User-Agent's product). */
+  fieldManager?: string;
+  /** force=true: an apply takes ownership of conflicting fields. */
+  force?: boolean;
+}

@@ -1,6 +1,6 @@
 // Errors are values carrying a Kubernetes reason; toStatus() is the one place they become metav1.Status.
 
-import { GoLiteral } from './goCompat.js';
+import { GoLiteral, goQuote } from './goCompat.js';
 
 export type StatusReason =
   | 'BadRequest' | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'AlreadyExists' | 'Conflict'
@@ -59,7 +59,9 @@ export const errors = {
   /** kind here is the Kind (e.g. "Llama"), as upstream's NewInvalid uses the GroupKind. */
   invalid: (groupKind: { group: string; kind: string }, name: string, causes: FieldError[]) => {
     const gk = groupKind.group ? `${groupKind.kind}.${groupKind.group}` : groupKind.kind;
-    const msg = causes.length === 1 ? causes[0].toString() : `[${causes.map(String).join(', ')}]`;
+    // ErrorList.ToAggregate drops repeated messages (the causes keep them).
+    const unique = [...new Set(causes.map(String))];
+    const msg = unique.length === 1 ? unique[0] : `[${unique.join(', ')}]`;
     // Empty name/group/kind are omitted, as Go's omitempty does.
     const details: StatusDetails = { ...(name ? { name } : {}), ...(groupKind.group ? { group: groupKind.group } : {}), ...(groupKind.kind ? { kind: groupKind.kind } : {}) };
     details.causes = causes.map((c) => ({ reason: c.type, message: c.detailMessage(), field: c.field }));
@@ -135,7 +137,7 @@ function formatValue(v: unknown): string {
   if (v instanceof GoLiteral) return v.text;
   // Go's %#v of a []string (e.g. DeleteOptions/CreateOptions dryRun), as field.Error.ErrorBody prints it.
   if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return `[]string{${v.map((x) => JSON.stringify(x)).join(', ')}}`;
-  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'string') return goQuote(v);
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   return JSON.stringify(v);
 }

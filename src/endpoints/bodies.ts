@@ -52,7 +52,7 @@ export function installBodyParsers(app: FastifyInstance, opts: BodyOptions): voi
     } else if (yamlTypes.includes(type)) {
       opts.yaml.decode(text).then(finish, (e: Error) => done(e));
     } else {
-      done(errors.unsupportedMediaType([...OBJECT_MEDIA_TYPES, ...PATCH_MEDIA_TYPES, 'application/apply-patch+yaml']));
+      done(errors.unsupportedMediaType([...OBJECT_MEDIA_TYPES, ...PATCH_MEDIA_TYPES]));
     }
   });
 

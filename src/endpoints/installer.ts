@@ -1,7 +1,8 @@
-// Routes of one resource (endpoints/installer.go): a handler per verb, each given the resource's scope.
+// Routes of one resource (endpoints/installer.go): a handler per verb, each given the resource's scope;
+// a declared status subresource gets /status routes whose scope's storage is the status store.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ApiError } from '../apimachinery/status.js';
-import type { ResourceDefinition } from '../registry/resource.js';
+import { ApiError, errors } from '../apimachinery/status.js';
+import { hasStatusSubresource, type ResourceDefinition } from '../registry/resource.js';
 import { createResource } from './handlers/create.js';
 import { deleteCollection, deleteResource } from './handlers/delete.js';
 import { getResource, listResource } from './handlers/get.js';
@@ -12,6 +13,7 @@ import { updateResource } from './handlers/update.js';
 export type { RestOptions } from './handlers/scope.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+type Handler = (scope: RequestScope, req: Req, reply: FastifyReply) => Promise<unknown>;
 
 export function registerResourceRoutes(app: FastifyInstance, def: ResourceDefinition, opts: RestOptions): void {
   const scope = new RequestScope(def, opts);
@@ -19,8 +21,9 @@ export function registerResourceRoutes(app: FastifyInstance, def: ResourceDefini
   const coll = def.namespaced ? `${base}/namespaces/:namespace/${def.plural}` : `${base}/${def.plural}`;
   const item = `${coll}/:name`;
   const watchColl = def.namespaced ? `${base}/watch/namespaces/:namespace/${def.plural}` : `${base}/watch/${def.plural}`;
-  const route = (method: Method, url: string, fn: (scope: RequestScope, req: Req, reply: FastifyReply) => Promise<unknown>) =>
-    app.route({ method, url, handler: ((req: Req, reply: FastifyReply) => fn(scope, req, reply)) as never });
+  const routeIn = (s: RequestScope) => (method: Method, url: string, fn: Handler) =>
+    app.route({ method, url, handler: ((req: Req, reply: FastifyReply) => fn(s, req, reply)) as never });
+  const route = routeIn(scope);
   const list = (s: RequestScope, req: Req, reply: FastifyReply) => listResource(s, req, reply, false);
   const watch = (s: RequestScope, req: Req, reply: FastifyReply) => listResource(s, req, reply, true);
 
@@ -40,4 +43,23 @@ export function registerResourceRoutes(app: FastifyInstance, def: ResourceDefini
   route('PUT', coll, notAllowed);
   route('PATCH', coll, notAllowed);
   route('POST', item, notAllowed);
+  if (hasStatusSubresource(def)) registerStatusRoutes(def, `${item}/status`, `${watchColl}/:name/status`, routeIn, opts);
+}
+
+/**
+ * GET, PUT and PATCH of /status with the verb handlers of the main resource over the status store
+ * (upstream installs only those for a subresource). POST and DELETE reach the create and delete
+ * handlers, which answer 405 "<verb> is not supported" as the store has neither (the CRD handler's answer).
+ */
+function registerStatusRoutes(def: ResourceDefinition, url: string, watchUrl: string, routeIn: (s: RequestScope) => (method: Method, url: string, fn: Handler) => unknown, opts: RestOptions): void {
+  const status = def.subresourceRest?.status;
+  if (!status) throw new Error(`${def.plural}: the status subresource is declared but has no storage (subresourceRest.status)`);
+  const scope = new RequestScope({ ...def, rest: status }, opts);
+  const route = routeIn(scope);
+  route('GET', url, getResource);
+  route('PUT', url, updateResource);
+  route('PATCH', url, patchResource);
+  route('POST', url, createResource);
+  route('DELETE', url, deleteResource);
+  route('GET', watchUrl, async () => { throw errors.methodNotAllowed('watch', scope.gr); });
 }

@@ -1,4 +1,5 @@
 // ListOptions / write options from the query string, validated as apimachinery's validation does.
+import { isPrint } from '../apimachinery/goCompat.js';
 import { errors, FieldError } from '../apimachinery/status.js';
 import { FIELD_VALIDATION_VALUES, isFieldValidation, type FieldValidation } from '../apimachinery/fieldValidation.js';
 import type { ListOptions, WriteOptions } from '../apimachinery/options.js';
@@ -79,9 +80,16 @@ function watchErrors(o: ListOptions): FieldError[] {
 
 
 
-/** CreateOptions / UpdateOptions / PatchOptions query parameters. */
-export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions'): WriteOptions {
+/** CreateOptions / UpdateOptions / PatchOptions query parameters, checked in upstream's order (ValidatePatchOptions & co.). */
+export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions', patch: { apply: boolean } = { apply: false }): WriteOptions {
   const errs: FieldError[] = [];
+  const fieldManager = kind === 'DeleteOptions' ? undefined : one(q, 'fieldManager');
+  const forceText = one(q, 'force');
+  if (kind === 'PatchOptions') {
+    if (patch.apply && !fieldManager) errs.push(FieldError.required('fieldManager', 'is required for apply patch'));
+    if (!patch.apply && forceText !== undefined) errs.push(FieldError.forbidden('force', 'may not be specified for non-apply patch'));
+  }
+  if (fieldManager) errs.push(...fieldManagerErrors(fieldManager));
   const dry = q['dryRun'];
   const dryValues = dry === undefined ? [] : Array.isArray(dry) ? dry : [dry];
   if (dryValues.some((d) => d !== 'All')) errs.push(FieldError.notSupported('dryRun', dryValues, ['All']));
@@ -92,8 +100,29 @@ export function parseWriteOptions(q: Query, kind: 'CreateOptions' | 'UpdateOptio
   else if (fv !== '') errs.push(FieldError.notSupported('fieldValidation', fv, ['', ...FIELD_VALIDATION_VALUES]));
   // Upstream defaults to Warn when the parameter is absent (kubectl always sends Strict).
   if (fv === '') fieldValidation = 'Warn';
-  const fieldManager = one(q, 'fieldManager');
-  if (fieldManager !== undefined && fieldManager.length > 128) errs.push(new FieldError('FieldValueTooLong', 'fieldManager', 'must be no more than 128 characters', fieldManager, true));
+  const force = forceText === undefined ? false : parseForce(forceText);
   if (errs.length) throw errors.invalid({ group: 'meta.k8s.io', kind }, '', errs);
-  return { dryRun: dryValues.length > 0, fieldValidation, fieldManager };
+  return { dryRun: dryValues.length > 0, fieldValidation, fieldManager, force };
+}
+
+/** ValidateFieldManager: at most 128 bytes, printable characters only (unicode.IsPrint). */
+function fieldManagerErrors(fieldManager: string): FieldError[] {
+  const errs: FieldError[] = [];
+  if (Buffer.byteLength(fieldManager) > 128) errs.push(new FieldError('FieldValueTooLong', 'fieldManager', 'may not be more than 128 bytes'));
+  let offset = 0;
+  for (const ch of fieldManager) {
+    if (!isPrint(ch)) {
+      const cp = ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+      errs.push(FieldError.invalid('fieldManager', fieldManager, `invalid character U+${cp} (at position ${offset})`));
+    }
+    offset += Buffer.byteLength(ch);
+  }
+  return errs;
+}
+
+/** The query's force=true|false (strconv.ParseBool); anything else is a decoding error. */
+function parseForce(v: string): boolean {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  throw errors.badRequest(`strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`);
 }

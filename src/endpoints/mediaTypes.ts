@@ -3,7 +3,8 @@
 
 /** What create/update/delete bodies may be (kube's serializers; a body without Content-Type is JSON). */
 export const OBJECT_MEDIA_TYPES = ['application/json', 'application/yaml'];
-export const PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/merge-patch+json'];
+export const APPLY_PATCH_MEDIA_TYPE = 'application/apply-patch+yaml';
+export const PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/merge-patch+json', APPLY_PATCH_MEDIA_TYPE];
 
 /** Patch content types we implement (OpenAPI). Strategic merge patch is deliberately absent: kubectl would send one. */
 export const PATCH_CONTENT_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'];

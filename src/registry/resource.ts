@@ -1,8 +1,9 @@
 // A resource plug-in: one definition drives discovery, OpenAPI, routes, validation and Table output;
 // its `rest` storage implements the verbs it serves (rest.ts).
 import type { z } from 'zod';
+import type { FieldError } from '../apimachinery/status.js';
 import type { KubeObject, RequestInfo } from '../apimachinery/types.js';
-import { restVerbs, type RestStorage, type Verb } from './rest.js';
+import { restVerbs, type RestStorage, type StatusStorage, type Verb } from './rest.js';
 
 export interface PrinterColumn {
   name: string;
@@ -35,10 +36,30 @@ export interface ResourceDescriptor {
    * them needs the same verb on pods). Each is authorized like the request itself.
    */
   alsoRequires?: (info: RequestInfo) => { info: RequestInfo; why: string }[];
+  /**
+   * The subresources it serves, as a CRD's `subresources` declares them. `status: true` serves
+   * /status (get, update, patch: only `.status` changes there) and makes the main resource keep the
+   * stored status (create drops it, update/patch keep it).
+   */
+  subresources?: { status?: true };
+  /**
+   * Checks beyond the schema (a typed strategy's Validate, e.g. metav1.Condition's rules), run on the
+   * schema-valid object; paths are the object's (`status.conditions[0].reason`).
+   */
+  validate?: (obj: KubeObject) => FieldError[];
 }
 
 export interface ResourceDefinition extends ResourceDescriptor {
   rest: RestStorage;
+  /** The storage of each declared subresource (needed for every one `subresources` declares). */
+  subresourceRest?: { status?: StatusStorage };
+}
+
+/** The verbs of the status subresource (discovery's "llamas/status"), as upstream lists them. */
+export const STATUS_VERBS: readonly Verb[] = ['get', 'patch', 'update'];
+
+export function hasStatusSubresource(def: Pick<ResourceDescriptor, 'subresources'>): boolean {
+  return def.subresources?.status === true;
 }
 
 export function apiVersionOf(def: Pick<ResourceDescriptor, 'group' | 'version'>): string {

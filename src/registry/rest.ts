@@ -1,6 +1,7 @@
 // One small interface per verb (k8s.io/apiserver pkg/registry/rest/rest.go): a resource implements
 // the ones it serves, and the verbs it advertises and the routes it gets derive from which it has.
 import type { DeleteOptions, ListOptions, WriteOptions } from '../apimachinery/options.js';
+import type { FieldManager } from '../apimachinery/managedfields/fieldManager.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Entry, ListResult, Watcher as StorageWatcher } from '../storage/interfaces.js';
 
@@ -25,7 +26,12 @@ export interface Watcher {
 }
 
 /** The new object's decoding findings (duplicate and unknown fields), acted on per fieldValidation. */
-export interface Decoded { object: KubeObject; findings: readonly string[] }
+export interface Decoded {
+  object: KubeObject;
+  findings: readonly string[];
+  /** Its managedFields are already what the write records (a server-side apply computed them). */
+  managed?: boolean;
+}
 
 export interface WriteResult { entry: Entry; warnings: string[] }
 
@@ -42,9 +48,13 @@ export type UpdatedObjectInfo = (current: KubeObject) => Promise<Decoded>;
 export interface UpdateOptions extends WriteOptions {
   /** A patch: strict-validation findings are a 422 on the patch, and no resourceVersion is required. */
   patch: boolean;
+  /** Given, a missing object is created from what it returns (server-side apply's forceAllowCreate). */
+  createInfo?: () => Promise<Decoded>;
 }
 
 export interface Updater {
+  /** Records managed fields on writes; server-side apply merges through it. */
+  readonly fieldManager?: FieldManager;
   update(ctx: RequestContext, name: string, objInfo: UpdatedObjectInfo, opts: UpdateOptions): Promise<WriteResult & { created: boolean }>;
 }
 
@@ -64,6 +74,15 @@ export interface Readable extends Getter, Lister, Watcher {
 }
 
 export type RestStorage = Readable & Partial<Creater & Updater & GracefulDeleter & CollectionDeleter>;
+
+/**
+ * A status subresource's storage (upstream's StatusREST: Get and Update only). It is also a RestStorage
+ * so the verb handlers serve it as they serve the main resource; list and watch are never routed to it.
+ */
+export type StatusStorage = RestStorage & Getter & Updater & {
+  /** The subresource its writes go through (managedFields entries carry it). */
+  readonly subresource: 'status';
+};
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 

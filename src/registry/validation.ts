@@ -78,13 +78,13 @@ function rootSchemaOf(def: ResourceDescriptor): { root: JsonSchema | undefined; 
  * `creationTimestamp: null` is harmless). It descends only where the schema does, so an unknown
  * subtree of any depth or size costs one path; x-kubernetes-preserve-unknown-fields values are kept as they are.
  */
-function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[], schemas: Record<string, JsonSchema>, unknown: string[]): unknown {
+function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[], schemas: Record<string, JsonSchema>, unknown: string[], keepNulls = false): unknown {
   const s = resolveSchema(schema, schemas);
   if (!s || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
     // Scalars have nothing to prune (and null items stay): a list of 260k finalizers is not copied.
     if (!s.items || value.every(isScalar)) return value;
-    return value.map((item, i) => pruned(item, s.items, [...path, i], schemas, unknown));
+    return value.map((item, i) => pruned(item, s.items, [...path, i], schemas, unknown, keepNulls));
   }
   if (s['x-kubernetes-preserve-unknown-fields'] === true && !s.properties) return value;
   const obj = value as Record<string, unknown>;
@@ -113,11 +113,13 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
       continue;
     }
     const child = obj[key];
-    if (child === null) {
+    // ObjectMeta is decoded into its struct even then: its nulls are plain absences.
+    const keep = keepNulls && !(path.length === 0 && key === 'metadata');
+    if (child === null && !keep) {
       const cs = resolveSchema(childSchema, schemas);
       if (cs && cs.nullable !== true && cs['x-kubernetes-preserve-unknown-fields'] !== true) continue;
     }
-    put(key, typeof child === 'object' && child !== null ? pruned(child, childSchema, [...path, key], schemas, unknown) : child);
+    put(key, typeof child === 'object' && child !== null ? pruned(child, childSchema, [...path, key], schemas, unknown, keep) : child);
   }
   return out;
 }
@@ -222,12 +224,16 @@ function restore(obj: KubeObject, held: Held): KubeObject {
   return { ...obj, metadata: { ...obj.metadata, ...held } as KubeObject['metadata'] };
 }
 
-export function validateObject(def: ResourceDescriptor, obj: unknown): ValidationResult {
+/**
+ * `keepNulls`: a server-side apply's result is not decoded from a body, so nothing prunes the nulls its
+ * merge left (an emptied struct), and kube's validation reports them as the wrong type.
+ */
+export function validateObject(def: ResourceDescriptor, obj: unknown, opts: { keepNulls?: boolean } = {}): ValidationResult {
   const unknownFields: string[] = [];
   let input = obj;
   if (obj !== null && typeof obj === 'object') {
     const { root, schemas } = rootSchemaOf(def);
-    input = pruned(obj, root, [], schemas, unknownFields);
+    input = pruned(obj, root, [], schemas, unknownFields, opts.keepNulls);
   }
   let known: Set<string> | undefined; // only strict zod objects need it: not built for every write
   const held = holdStringCollections(input);

@@ -75,7 +75,7 @@ test('discovery through the aggregator lists exactly llamas and farmpods', async
   const agg = await viaApiserver('GET', '/apis', { headers: { Accept: AGGREGATED_ACCEPT } });
   assert.equal(agg.status, 200, agg.body);
   assert.match(String(agg.headers['content-type']), /g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);
-  type Res = { resource: string; scope: string; verbs: string[]; responseKind: { kind: string } };
+  type Res = { resource: string; scope: string; verbs: string[]; responseKind: { kind: string }; subresources?: { subresource: string; verbs: string[] }[] };
   const group = (agg.json.items as Array<{ metadata: { name: string }; versions: Array<{ version: string; freshness?: string; resources: Res[] }> }>)
     .find((g) => g.metadata.name === 'farm.example.com');
   assert.ok(group, 'farm.example.com missing from aggregated discovery');
@@ -87,12 +87,14 @@ test('discovery through the aggregator lists exactly llamas and farmpods', async
   assert.equal(byName.get('llamas')!.scope, 'Namespaced');
   assert.deepEqual([...byName.get('llamas')!.verbs].sort(), ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']);
   assert.deepEqual([...byName.get('farmpods')!.verbs].sort(), ['get', 'list', 'watch']);
+  assert.deepEqual(byName.get('llamas')!.subresources?.map((r) => [r.subresource, r.verbs]), [['status', ['get', 'patch', 'update']]]);
+  assert.equal(byName.get('farmpods')!.subresources, undefined);
 
   // the proxied group-version document, served by us
   const list = JSON.parse(await k(['get', '--raw', GV])) as { kind: string; groupVersion: string; resources: Array<{ name: string }> };
   assert.equal(list.kind, 'APIResourceList');
   assert.equal(list.groupVersion, 'farm.example.com/v1alpha');
-  assert.deepEqual(list.resources.map((r) => r.name).sort(), ['farmpods', 'llamas']);
+  assert.deepEqual(list.resources.map((r) => r.name).sort(), ['farmpods', 'llamas', 'llamas/status']);
 });
 
 test('kubectl explain llama.spec works through the aggregator (OpenAPI v3)', async () => {
@@ -273,4 +275,39 @@ test('a client-certificate user (alice, O=testers) reaches our SubjectAccessRevi
     return a.length ? a : undefined;
   });
   assert.deepEqual(normal(seen[seen.length - 1].user), normal(asSeenByApiserver));
+});
+
+test('RBAC on llamas/status: a user granted only that can write /status (our SubjectAccessReview names the subresource), not the llama', async () => {
+  const ns = 'default';
+  const name = 'status-rbac';
+  const created = await viaApiserver('POST', `${GV}/namespaces/${ns}/llamas`, { body: llama(name, ns) });
+  assert.equal(created.status, 201, created.body);
+  await k(['apply', '-f', '-'], { input: [
+    stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'llama-status-writer', namespace: ns },
+      rules: [{ apiGroups: ['farm.example.com'], resources: ['llamas/status'], verbs: ['get', 'update', 'patch'] }] }),
+    stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'carol-writes-llama-status', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'llama-status-writer' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'carol' }] }),
+  ].join('---\n') });
+  const asCarol = (method: string, path: string, body?: unknown, contentType = 'application/json') =>
+    viaApiserver(method, path, { body, headers: { 'Impersonate-User': 'carol', 'Impersonate-Group': 'system:authenticated', 'Content-Type': contentType } });
+  const item = `${GV}/namespaces/${ns}/llamas/${name}`;
+  const conditions = [{ type: 'Ready', status: 'True', reason: 'AtHome', message: '', lastTransitionTime: '2024-05-01T10:00:00Z' }];
+  // kube-apiserver lets carol through for llamas/status; then our own SubjectAccessReview must ask for the subresource too.
+  const put = await eventually('carol may update llamas/status', 15_000, async () => {
+    const r = await asCarol('PUT', `${item}/status`, { ...created.json, spec: { weight: 1, height: 1 }, status: { observedGeneration: 1, conditions } });
+    return r.status === 200 ? r : undefined;
+  });
+  assert.deepEqual(put.json.status, { observedGeneration: 1, conditions });
+  assert.deepEqual(put.json.spec, created.json.spec);
+  const patched = await asCarol('PATCH', `${item}/status`, { status: { observedGeneration: 2 } }, 'application/merge-patch+json');
+  assert.equal(patched.status, 200, patched.body);
+  assert.equal(patched.json.status.observedGeneration, 2);
+  assert.equal((await asCarol('GET', `${item}/status`)).status, 200);
+
+  const main = await asCarol('PUT', item, { ...patched.json, spec: { ...patched.json.spec, weight: 2 } });
+  assert.equal(main.status, 403, main.body);
+  assert.equal(main.json.message, `llamas.farm.example.com "${name}" is forbidden: User "carol" cannot update resource "llamas" in API group "farm.example.com" in the namespace "${ns}"`);
+  assert.equal((await asCarol('GET', item)).status, 403);
+  assert.equal((await viaApiserver('DELETE', item)).status, 200);
 });

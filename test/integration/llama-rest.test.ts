@@ -440,8 +440,9 @@ describe('llama REST verbs', () => {
         assert.doesNotMatch(st.message, /strategic-merge-patch/);
       });
 
-      it('415 for an apply patch', async () => {
-        expectStatus(await s.request('PATCH', `${B}/patchy?fieldManager=me`, { body: llama('patchy'), contentType: 'application/apply-patch+yaml' }), 415, 'UnsupportedMediaType');
+      it('422 PatchOptions for an apply patch without fieldManager', async () => {
+        expectStatus(await s.request('PATCH', `${B}/patchy`, { body: llama('patchy'), contentType: 'application/apply-patch+yaml' }),
+          422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
       });
 
       it('404 for a missing object', async () => {

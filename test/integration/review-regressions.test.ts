@@ -67,11 +67,13 @@ test('authorization sees the decoded path and keeps empty segments, as upstream 
 
 const llama = (name: string, spec: Record<string, unknown> = { weight: 1, height: 1 }) => ({ apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name }, spec });
 
-test('client-sent managedFields are not stored (no server-side apply yet), so no garbage reaches typed clients', async () => {
+test('invalid client-sent managedFields are replaced by the field manager\'s own, so no garbage reaches typed clients', async () => {
   const body = { ...llama('mf'), metadata: { name: 'mf', managedFields: [{ manager: 'x', time: 'garbage' }] } };
-  const r = await s.request('POST', `${base}/namespaces/mf/llamas`, { body });
+  const r = await s.request('POST', `${base}/namespaces/mf/llamas?fieldManager=creator`, { body });
   assert.equal(r.status, 201, r.body);
-  assert.equal(r.json().metadata.managedFields, undefined);
+  const entries = r.json().metadata.managedFields as Array<Record<string, unknown>>;
+  assert.deepEqual(entries.map((e) => [e.manager, e.operation, e.fieldsType]), [['creator', 'Update', 'FieldsV1']]);
+  assert.match(String(entries[0].time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 });
 
 test('generation counts real spec changes only: defaults, pruned unknown fields and no-op patches do not bump it', async () => {

@@ -356,7 +356,8 @@ describe('kubectl against the standalone server', () => {
     assert.doesNotMatch(rec, /<no description>/);
     const recTop = await ok(['explain', 'llama', '--recursive']);
     assert.match(recTop, /^\s+spec\s+<Object> -required-\n(\s{4}\S.*\n)*\s{4}weight\s+<number> -required-$/m);
-    assert.match(recTop, /^\s+status\s+<Object>\n\s{4}observedGeneration\s+<integer>$/m);
+    // status: metav1.Condition's fields (required as upstream publishes them), then observedGeneration.
+    assert.match(recTop, /^\s+status\s+<Object>\n\s{4}conditions\s+<\[\]Condition>\n(\s{6}\S.*\n)*\s{6}type\s+<string> -required-\n\s{4}observedGeneration\s+<integer>$/m);
   });
 
   test('apply -f: created, unchanged, then configured with the change visible', async () => {

@@ -102,6 +102,8 @@ describe('legacy discovery bodies', () => {
           verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
           shortNames: ['ll'], categories: ['farm'], storageVersionHash: 'itFfSLuhV0Q=',
         },
+        // The status subresource, as kube-apiserver lists a CRD's (no singular name, hash or short names).
+        { name: 'llamas/status', singularName: '', namespaced: true, kind: 'Llama', verbs: ['get', 'patch', 'update'] },
         {
           name: 'barns', singularName: 'barn', namespaced: false, kind: 'Barn', verbs: ['get', 'list', 'watch'],
           categories: ['farm'], storageVersionHash: storageVersionHash('farm.example.com', 'v1alpha', 'Barn'),
@@ -154,6 +156,7 @@ describe('aggregated discovery', () => {
               scope: 'Namespaced', singularResource: 'llama',
               verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
               shortNames: ['ll'], categories: ['farm'],
+              subresources: [{ subresource: 'status', responseKind: { group: 'farm.example.com', version: 'v1alpha', kind: 'Llama' }, verbs: ['get', 'patch', 'update'] }],
             },
             {
               resource: 'barns', responseKind: { group: 'farm.example.com', version: 'v1alpha', kind: 'Barn' },

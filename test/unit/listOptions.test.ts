@@ -140,7 +140,18 @@ describe('parseRV', () => {
 
 describe('parseWriteOptions', () => {
   it('defaults: not a dry run, fieldValidation Warn (as the handlers default an absent directive)', () => {
-    assert.deepEqual(parseWriteOptions({}, 'CreateOptions'), { dryRun: false, fieldValidation: 'Warn', fieldManager: undefined });
+    assert.deepEqual(parseWriteOptions({}, 'CreateOptions'), { dryRun: false, fieldValidation: 'Warn', fieldManager: undefined, force: false });
+  });
+
+  it('PatchOptions in ValidatePatchOptions\' order: apply needs fieldManager, force only for apply, printable managers', () => {
+    assert.equal(refusal(() => parseWriteOptions({ force: 'true', dryRun: 'x' }, 'PatchOptions'), 422, 'Invalid').message,
+      'PatchOptions.meta.k8s.io "" is invalid: [force: Forbidden: may not be specified for non-apply patch, dryRun: Unsupported value: []string{"x"}: supported values: "All"]');
+    assert.equal(refusal(() => parseWriteOptions({}, 'PatchOptions', { apply: true }), 422, 'Invalid').message,
+      'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    assert.equal(parseWriteOptions({ fieldManager: 'a', force: 'true' }, 'PatchOptions', { apply: true }).force, true);
+    assert.equal(refusal(() => parseWriteOptions({ fieldManager: 'a\u0000b' }, 'UpdateOptions'), 422, 'Invalid').message,
+      'UpdateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\x00b": invalid character U+0000 (at position 1)');
+    refusal(() => parseWriteOptions({ fieldManager: 'a', force: 'yes' }, 'PatchOptions', { apply: true }), 400, 'BadRequest');
   });
 
   it('dryRun=All (repeatable), the three fieldValidation directives, fieldManager', () => {

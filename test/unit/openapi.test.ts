@@ -63,6 +63,8 @@ describe('OpenAPI v3 document', () => {
     assert.deepEqual(ops(`${BASE}/llamas`), ['get']);
     assert.deepEqual(ops(`${BASE}/namespaces/{namespace}/llamas`), ['delete', 'get', 'post']);
     assert.deepEqual(ops(`${BASE}/namespaces/{namespace}/llamas/{name}`), ['delete', 'get', 'patch', 'put']);
+    assert.deepEqual(ops(`${BASE}/namespaces/{namespace}/llamas/{name}/status`), ['get', 'patch', 'put']);
+    assert.equal(doc.paths[`${BASE}/namespaces/{namespace}/barns/{name}/status`], undefined);
     // read-only: list and get only
     assert.deepEqual(ops(`${BASE}/barns`), ['get']);
     assert.deepEqual(ops(`${BASE}/namespaces/{namespace}/barns`), ['get']);
@@ -76,8 +78,11 @@ describe('OpenAPI v3 document', () => {
       'listFarmExampleComV1alphaLlamaForAllNamespaces',
       'listFarmExampleComV1alphaNamespacedLlama',
       'patchFarmExampleComV1alphaNamespacedLlama',
+      'patchFarmExampleComV1alphaNamespacedLlamaStatus',
       'readFarmExampleComV1alphaNamespacedLlama',
+      'readFarmExampleComV1alphaNamespacedLlamaStatus',
       'replaceFarmExampleComV1alphaNamespacedLlama',
+      'replaceFarmExampleComV1alphaNamespacedLlamaStatus',
     ]);
   });
 

@@ -235,3 +235,34 @@ kubeRegistry.add(Patch, {
   id: metaV1('Patch'),
   description: 'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.',
 });
+
+/**
+ * metav1.Condition. The fields are optional to zod as they are to Go's decoder (a missing string is
+ * ""): what is required, and the formats, are checked by validateConditions (conditions.ts) with
+ * ValidateConditions' messages. The published schema lists upstream's `required` all the same.
+ */
+export const Condition = z.object({
+  lastTransitionTime: Time.optional().describe(
+    'lastTransitionTime is the last time the condition transitioned from one status to another. This should be when the underlying condition changed.  If that is not known, then using the time when the API field changed is acceptable.'),
+  message: z.string().optional().describe(
+    'message is a human readable message indicating details about the transition. This may be an empty string.'),
+  observedGeneration: int64().optional().describe(
+    'observedGeneration represents the .metadata.generation that the condition was set based upon. For instance, if .metadata.generation is currently 12, but the .status.conditions[x].observedGeneration is 9, the condition is out of date with respect to the current state of the instance.'),
+  reason: z.string().optional().describe(
+    "reason contains a programmatic identifier indicating the reason for the condition's last transition. Producers of specific condition types may define expected values and meanings for this field, and whether the values are considered a guaranteed API. The value should be a CamelCase string. This field may not be empty."),
+  status: z.string().optional().describe('status of the condition, one of True, False, Unknown.'),
+  type: z.string().optional().describe('type of condition in CamelCase or in foo.example.com/CamelCase.'),
+}).meta({ required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'] });
+kubeRegistry.add(Condition, {
+  id: metaV1('Condition'),
+  description: 'Condition contains details for one aspect of the current state of this API Resource.',
+});
+
+/** A `conditions` field as upstream types declare it: a list-map keyed by type, merged by type in patches. */
+export const conditionList = (description: string) => z.array(Condition).meta({
+  description,
+  'x-kubernetes-list-map-keys': ['type'],
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-patch-merge-key': 'type',
+  'x-kubernetes-patch-strategy': 'merge',
+});

@@ -2,7 +2,7 @@
 // (apidiscovery.k8s.io v2 and v2beta1 APIGroupDiscoveryList) and /version, all derived from the
 // resource definitions; plus the hashes upstream publishes with them.
 import { createHash } from 'node:crypto';
-import { verbsOf, type ResourceDefinition } from '../../registry/resource.js';
+import { hasStatusSubresource, STATUS_VERBS, verbsOf, type ResourceDefinition } from '../../registry/resource.js';
 
 export interface VersionInfo {
   major: string;
@@ -87,16 +87,25 @@ export function apiResource(def: ResourceDefinition) {
   return r;
 }
 
+/** A subresource's own entry in an APIResourceList ("llamas/status"), as kube-apiserver lists a CRD's. */
+function apiSubresources(def: ResourceDefinition) {
+  if (!hasStatusSubresource(def)) return [];
+  return [{ name: `${def.plural}/status`, singularName: '', namespaced: def.namespaced, kind: def.kind, verbs: [...STATUS_VERBS] }];
+}
+
 function apiResourceDiscovery(def: ResourceDefinition) {
+  const responseKind = { group: def.group, version: def.version, kind: def.kind };
   const r: Record<string, unknown> = {
     resource: def.plural,
-    responseKind: { group: def.group, version: def.version, kind: def.kind },
+    responseKind,
     scope: def.namespaced ? 'Namespaced' : 'Cluster',
     singularResource: def.singular,
     verbs: verbsOf(def),
   };
   if (def.shortNames.length) r.shortNames = def.shortNames;
   if (def.categories.length) r.categories = def.categories;
+  // Aggregated discovery nests subresources in their resource (APISubresourceDiscovery).
+  if (hasStatusSubresource(def)) r.subresources = [{ subresource: 'status', responseKind: { ...responseKind }, verbs: [...STATUS_VERBS] }];
   return r;
 }
 
@@ -121,7 +130,7 @@ export function aggregatedGroupList(defs: ResourceDefinition[], version: 'v2' | 
 }
 
 export function resourceList(group: string, version: string, defs: ResourceDefinition[]) {
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gvOf(group, version), resources: defs.map(apiResource) };
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gvOf(group, version), resources: defs.flatMap((d) => [apiResource(d), ...apiSubresources(d)]) };
 }
 
 const goArch: Record<string, string> = { x64: 'amd64', arm64: 'arm64', ia32: '386', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };

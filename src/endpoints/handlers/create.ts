@@ -19,6 +19,7 @@ export async function createResource(scope: RequestScope, req: Req, reply: Fasti
   await pace.breathe();
   // Admission (namespace lifecycle) runs before the strategy's validation, as upstream orders them.
   await scope.opts.admitCreate?.(scope.gr, ctx.namespace, object.metadata.name ?? '');
-  const { entry, warnings } = await rest.create(ctx, { object, findings: req.duplicateFields ?? [] }, opts);
+  const manager = scope.managerOf(req, opts.fieldManager);
+  const { entry, warnings } = await rest.create(ctx, { object, findings: req.duplicateFields ?? [] }, { ...opts, fieldManager: manager });
   return respond(reply, 201, entry, warnings);
 }

@@ -1,6 +1,7 @@
 // What every verb handler of one resource shares (handlers.RequestScope): the resource, its storage,
 // the request's namespace and name, body decoding, and a response negotiated before any work.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isPrint } from '../../apimachinery/goCompat.js';
 import { metaDecodeError } from '../../apimachinery/meta.js';
 import { errors, type GroupResource } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
@@ -102,12 +103,29 @@ export class RequestScope {
     }
     const decodeError = metaDecodeError(metadata);
     if (decodeError) throw errors.badRequest(`${what}: ${decodeError}`);
-    // No server-side apply yet: the server owns managedFields and keeps none a client sends.
-    delete metadata.managedFields;
+    // managedFields stay: the field manager reads a request's own ([{}] resets them).
+    // ObjectMeta's omitempty: an empty map or list is as if absent (kube decodes metadata into the struct).
+    for (const k of ['labels', 'annotations', 'finalizers', 'ownerReferences', 'managedFields'] as const) {
+      const v = metadata[k] as unknown;
+      if (v !== null && typeof v === 'object' && Object.keys(v).length === 0) delete metadata[k];
+    }
     if (def.namespaced && metadata.namespace && metadata.namespace !== namespace) {
       throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
     }
     return { ...obj, apiVersion, kind: def.kind, metadata: def.namespaced ? { ...metadata, namespace } : { ...metadata } } as KubeObject;
+  }
+
+  /** managerOrUserAgent: the fieldManager parameter, or the User-Agent's product (printable, at most 128 bytes). */
+  managerOf(req: Req, fieldManager: string | undefined): string {
+    if (fieldManager) return fieldManager;
+    const product = (req.headers['user-agent'] ?? '').split('/')[0];
+    let out = '';
+    for (const ch of product) {
+      if (!isPrint(ch)) continue;
+      if (Buffer.byteLength(out + ch) > 128) break;
+      out += ch;
+    }
+    return out;
   }
 
   checkName(body: KubeObject, name: string): void {

@@ -17,6 +17,7 @@ export async function updateResource(scope: RequestScope, req: Req, reply: Fasti
   const name = scope.nameOf(req);
   scope.checkName(object, name);
   const findings = req.duplicateFields ?? [];
-  const { entry, warnings } = await rest.update(ctx, name, async () => ({ object, findings }), { ...opts, patch: false });
+  const manager = scope.managerOf(req, opts.fieldManager);
+  const { entry, warnings } = await rest.update(ctx, name, async () => ({ object, findings }), { ...opts, fieldManager: manager, patch: false });
   return respond(reply, 200, entry, warnings);
 }

@@ -2,7 +2,7 @@
 // (kube-openapi's naming), query/path parameters, and each action's request and responses.
 // Format-neutral: builders.ts renders it as v3 and v2.
 import type { ParameterObject } from 'openapi3-ts/oas30';
-import { verbsOf, type ResourceDefinition, type Verb } from '../../registry/resource.js';
+import { hasStatusSubresource, verbsOf, type ResourceDefinition, type Verb } from '../../registry/resource.js';
 import { docs } from '../../apimachinery/schema/metav1.js';
 import { metaV1 } from '../../apimachinery/schema/registry.js';
 import { PATCH_CONTENT_TYPES } from '../mediaTypes.js';
@@ -164,5 +164,18 @@ export function pathsOf(def: ResourceDefinition, kindRef: string, listRef: strin
   if (coll.length) out.push({ path: root, pathParams: rootParams, ops: coll });
   const items = withIds(itemOps(def, kindRef));
   if (items.length) out.push({ path: `${root}/{name}`, pathParams: [nameParam(def.kind), ...rootParams], ops: items });
+  if (hasStatusSubresource(def)) out.push({ path: `${root}/{name}/status`, pathParams: [nameParam(def.kind), ...rootParams], ops: statusOps(def, kindRef) });
   return out;
+}
+
+/**
+ * /status: get, put and patch as the item's, named as kube publishes a CRD's status subresource
+ * (readFarmExampleComV1alphaNamespacedLlamaStatus, "read status of the specified Llama").
+ */
+function statusOps(def: ResourceDefinition, kindRef: string): (OpSpec & { operationId: string })[] {
+  const ns = def.namespaced ? 'Namespaced' : '';
+  const what = (description: string) => description.replace(/ the specified /, ' status of the specified ');
+  return itemOps(def, kindRef)
+    .filter((o) => o.action === 'get' || o.action === 'put' || o.action === 'patch')
+    .map((o) => ({ ...o, description: what(o.description), operationId: operationId(o.opVerb, def.group, def.version, `${ns}${def.kind}Status`) }));
 }

@@ -2,10 +2,12 @@
 import { z } from 'zod';
 import type { Storage } from '../../storage/interfaces.js';
 import { Store } from '../generic/store.js';
+import { subresourceStores } from '../generic/statusStore.js';
 import type { Strategy } from '../generic/strategy.js';
 import type { ResourceDefinition, ResourceDescriptor } from '../resource.js';
 import type { CollectionDeleter, Creater, GracefulDeleter, Readable, Updater } from '../rest.js';
-import { docs, int64 } from '../../apimachinery/schema/metav1.js';
+import { conditionList, docs, int64 } from '../../apimachinery/schema/metav1.js';
+import { validateConditions, type ConditionInput } from '../../apimachinery/conditions.js';
 import { kindSchema } from '../../apimachinery/schema/kind.js';
 import { ageCell } from '../tableCells.js';
 import type { KubeObject } from '../../apimachinery/types.js';
@@ -27,6 +29,8 @@ export const LlamaSpec = z.object({
 }).describe('LlamaSpec is the desired state of a Llama: its measurements and looks.');
 
 export const LlamaStatus = z.object({
+  conditions: conditionList(
+    'The latest observations of the Llama\'s state, one per condition type (e.g. "Ready"). Known types: "Ready" (the llama is healthy and at home).').optional(),
   observedGeneration: int64().optional().describe(
     'The metadata.generation of the Llama that this status was last computed for.'),
 }).describe('LlamaStatus is the most recently observed state of a Llama. Populated by the system. Read-only.');
@@ -45,6 +49,12 @@ function spec(obj: KubeObject): Record<string, unknown> {
   return s && typeof s === 'object' ? (s as Record<string, unknown>) : {};
 }
 
+/** status.conditions of a schema-valid Llama. */
+function conditionsOf(obj: KubeObject): ConditionInput[] | undefined {
+  const status = obj.status as { conditions?: ConditionInput[] } | undefined;
+  return status?.conditions;
+}
+
 function numberOrNull(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
@@ -58,7 +68,7 @@ export function llamaDefinition(storage: Storage, strategy: Strategy): ResourceD
   const def = llamaDescriptor();
   // Every verb (Go's `var _ rest.Creater = …`): dropping one from the store fails to compile here.
   const rest = new Store(def, storage, strategy) satisfies Readable & Creater & Updater & GracefulDeleter & CollectionDeleter;
-  return { ...def, rest };
+  return { ...def, rest, subresourceRest: subresourceStores(def, storage, strategy) };
 }
 
 export function llamaDescriptor(): ResourceDescriptor {
@@ -84,5 +94,7 @@ export function llamaDescriptor(): ResourceDescriptor {
     fieldSelectors: {
       'spec.color': (o) => stringOrNull(spec(o).color) ?? undefined,
     },
+    subresources: { status: true },
+    validate: (o) => validateConditions(conditionsOf(o), 'status.conditions'),
   };
 }

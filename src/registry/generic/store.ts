@@ -7,9 +7,12 @@ import { ApiError, errors, FieldError } from '../../apimachinery/status.js';
 import { GoLiteral } from '../../apimachinery/goCompat.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import type { Entry, Storage } from '../../storage/interfaces.js';
+import { stamped } from '../../storage/objects.js';
 import type { ResourceDescriptor } from '../resource.js';
 import type { CollectionDeleter, Creater, Decoded, GracefulDeleter, RequestContext, UpdatedObjectInfo, UpdateOptions, Updater, WriteResult } from '../rest.js';
 import { DryRunnableStorage } from './dryRun.js';
+import { fieldManagerFor } from './fieldManagers.js';
+import type { FieldManager } from '../../apimachinery/managedfields/fieldManager.js';
 import { ReadOnlyStore } from './readOnlyStore.js';
 import { interpreted, MODIFIED } from './storageErrors.js';
 import { ObjectRules, type Strategy } from './strategy.js';
@@ -18,63 +21,104 @@ import { ObjectRules, type Strategy } from './strategy.js';
 const MAX_NAME_GENERATION_ATTEMPTS = 8;
 
 /** Thrown out of a try-update whose result removed the last finalizer of an object being deleted. */
-class EmptiedFinalizers { constructor(readonly uid: string | undefined, readonly warnings: string[]) {} }
+class EmptiedFinalizers { constructor(readonly uid: string | undefined, readonly warnings: string[], readonly updated: Entry) {} }
 
 export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDeleter, CollectionDeleter {
   private readonly storage: DryRunnableStorage;
   private readonly rules: ObjectRules;
+  /** Every write records its managed fields through it; server-side apply merges with it. */
+  readonly fieldManager: FieldManager;
 
   constructor(def: ResourceDescriptor, storage: Storage, strategy: Strategy) {
     super(def, storage);
     this.storage = new DryRunnableStorage(storage);
     this.rules = new ObjectRules(def, strategy);
+    this.fieldManager = fieldManagerFor(def, strategy.subresource ?? '', strategy.now);
   }
 
   async create(ctx: RequestContext, body: Decoded, opts: WriteOptions): Promise<WriteResult> {
+    try {
+      return await this.createOnce(ctx, body, opts, true);
+    } catch (e) {
+      // Too large to store: managedFields (which can be large) are dropped and it is tried again (create.go).
+      if (!isTooLarge(e)) throw e;
+      return this.createOnce(ctx, body, opts, false);
+    }
+  }
+
+  private async createOnce(ctx: RequestContext, body: Decoded, opts: WriteOptions, track: boolean): Promise<WriteResult> {
     // A generated name that is taken is drawn again (store.go's createWithGenerateNameRetry).
     const generated = !body.object.metadata.name && !!body.object.metadata.generateName;
     for (let attempt = 1; ; attempt++) {
       const warnings: string[] = [];
       const pace = new Pacer();
-      const obj = await this.rules.validate(pace, warnings, {
+      const valid = await this.rules.validate(pace, warnings, {
         obj: this.rules.prepareForCreate(body.object), fieldValidation: opts.fieldValidation, findings: body.findings, patch: false,
       });
+      const obj = track ? this.fieldManager.update(undefined, valid, opts.fieldManager ?? '') : withoutManagedFields(valid);
       const name = obj.metadata.name!;
       try {
         const entry = await interpreted(this.gr, name, () => this.storage.create(this.keyFor(ctx, name), obj, opts.dryRun));
         return { entry, warnings };
       } catch (e) {
         const taken = e instanceof ApiError && e.reason === 'AlreadyExists';
-        if (!generated || !taken || attempt >= MAX_NAME_GENERATION_ATTEMPTS) throw e;
+        if (generated && taken && attempt < MAX_NAME_GENERATION_ATTEMPTS) continue;
+        if (taken && (await this.reader.get(this.keyFor(ctx, name)))?.object.metadata.deletionTimestamp) {
+          throw new ApiError(e.code, e.reason, `object is being deleted: ${e.message}`, e.details);
+        }
+        throw e;
       }
     }
   }
 
   async update(ctx: RequestContext, name: string, objInfo: UpdatedObjectInfo, opts: UpdateOptions): Promise<WriteResult & { created: boolean }> {
+    try {
+      return await this.updateOnce(ctx, name, objInfo, opts, true);
+    } catch (e) {
+      // As for a create, except for an apply (whose managedFields are the point of it: patch.go).
+      if (!isTooLarge(e) || opts.createInfo) throw e;
+      return this.updateOnce(ctx, name, objInfo, opts, false);
+    }
+  }
+
+  private async updateOnce(ctx: RequestContext, name: string, objInfo: UpdatedObjectInfo, opts: UpdateOptions, track: boolean): Promise<WriteResult & { created: boolean }> {
     const key = this.keyFor(ctx, name);
     try {
       const { entry, created, result } = await interpreted(this.gr, name, () => this.storage.guaranteedUpdate(key, async (current) => {
-        // No create-on-update: a missing object is NotFound before anything else.
-        if (!current) throw errors.notFound(this.gr, name);
         const warnings: string[] = [];
-        const { next, uid } = await this.updatedObject(current, objInfo, opts, warnings, name);
+        // Only an apply creates on update (forceAllowCreate); otherwise a missing object is NotFound first.
+        if (!current) {
+          // A subresource never creates (StatusREST passes forceAllowCreate=false).
+          if (!opts.createInfo || this.rules.strategy.subresource) throw errors.notFound(this.gr, name);
+          return { object: await this.createdByUpdate(opts.createInfo, opts, warnings), result: warnings };
+        }
+        const { next, uid } = await this.updatedObject(current, objInfo, opts, warnings, name, track);
         // Removing the last finalizer of an object being deleted completes the deletion (below).
-        if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) throw new EmptiedFinalizers(uid, warnings);
+        if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) throw new EmptiedFinalizers(uid, warnings, stamped(key, next, current.rv));
         return { object: next, result: warnings };
       }, opts.dryRun));
       return { entry, created, warnings: result };
     } catch (e) {
       if (!(e instanceof EmptiedFinalizers)) throw e;
-      // deleteWithoutFinalizers: what is deleted (and reported) is the last stored state, with only the
-      // request's own preconditions (DefaultUpdatedObjectInfo: a PUT body's uid; none for a patch).
-      const entry = await interpreted(this.gr, name, () => this.storage.delete(key, { uid: e.uid }, opts.dryRun));
-      return { entry, created: false, warnings: e.warnings };
+      // deleteWithoutFinalizers: the last stored state is deleted, with only the request's own preconditions
+      // (DefaultUpdatedObjectInfo: a PUT body's uid; none for a patch); the client is answered with the
+      // object its update asked for ("clients are expecting an updated object if a PUT succeeded").
+      await interpreted(this.gr, name, () => this.storage.delete(key, { uid: e.uid }, opts.dryRun));
+      return { entry: e.updated, created: false, warnings: e.warnings };
     }
   }
 
-  /** The object an update stores: the caller's, checked against the current one, prepared and validated. */
-  private async updatedObject(current: Entry, objInfo: UpdatedObjectInfo, opts: UpdateOptions, warnings: string[], name: string): Promise<{ next: KubeObject; uid?: string }> {
-    const { object, findings } = await objInfo(current.object);
+  /** The object an apply to a missing name creates: prepared and validated as a create. */
+  private async createdByUpdate(createInfo: () => Promise<Decoded>, opts: UpdateOptions, warnings: string[]): Promise<KubeObject> {
+    const { object, findings, managed } = await createInfo();
+    return this.rules.validate(new Pacer(), warnings, {
+      obj: this.rules.prepareForCreate(object), fieldValidation: opts.fieldValidation, findings, patch: opts.patch, applied: managed,
+    });
+  }
+
+  /** The object an update stores: the caller's, checked against the current one, prepared, validated, its fields recorded. */
+  private async updatedObject(current: Entry, objInfo: UpdatedObjectInfo, opts: UpdateOptions, warnings: string[], name: string, track: boolean): Promise<{ next: KubeObject; uid?: string }> {
+    const { object, findings, managed } = await objInfo(current.object);
     const uid = opts.patch ? undefined : object.metadata.uid;
     const rv = object.metadata.resourceVersion;
     // A PUT without resourceVersion is Invalid, worded with the resource as kind and Go's %#v of uint64(0).
@@ -84,10 +128,23 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
     }
     // Optimistic concurrency first (as upstream), then the new object is prepared and validated.
     if (rv && rv !== current.object.metadata.resourceVersion) throw errors.conflict(this.gr, name, MODIFIED);
-    const next = await this.rules.prepareForUpdate(new Pacer(), warnings, {
-      obj: object, old: current.object, fieldValidation: opts.fieldValidation, findings, patch: opts.patch,
+    const prepared = await this.rules.prepareForUpdate(new Pacer(), warnings, {
+      obj: object, old: current.object, fieldValidation: opts.fieldValidation, findings, patch: opts.patch, applied: managed,
     });
+    // An apply recorded its fields already; any other write is an Update of its manager.
+    const next = !track ? withoutManagedFields(prepared) : managed ? prepared : this.recordUpdate(current.object, object, prepared, opts.fieldManager ?? '');
     return { next, uid };
+  }
+
+  /**
+   * The Update entry of a write. Through /status upstream records what the request asked for before the
+   * status strategy kept only its .status (so a label change there is owned, though discarded).
+   */
+  private recordUpdate(live: KubeObject, requested: KubeObject, prepared: KubeObject, manager: string): KubeObject {
+    if (this.rules.strategy.subresource !== 'status') return this.fieldManager.update(live, prepared, manager);
+    const tracked = this.fieldManager.update(live, requested, manager).metadata.managedFields;
+    const { managedFields: _request, ...metadata } = prepared.metadata;
+    return { ...prepared, metadata: tracked ? { ...metadata, managedFields: tracked } : metadata };
   }
 
   async delete(ctx: RequestContext, name: string, opts: DeleteOptions, dryRun: boolean): Promise<{ entry: Entry; deleted: boolean }> {
@@ -156,6 +213,14 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
     }
     return { items, resourceVersion: dryRun ? listed.resourceVersion : this.reader.resourceVersion };
   }
+}
+
+const isTooLarge = (e: unknown) => e instanceof ApiError && e.reason === 'RequestEntityTooLarge';
+
+function withoutManagedFields(obj: KubeObject): KubeObject {
+  if (obj.metadata.managedFields === undefined) return obj;
+  const { managedFields: _dropped, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
 }
 
 function sameSet(a: string[], b: string[]): boolean {

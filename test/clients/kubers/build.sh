@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the kube-rs follower (this Cargo package: kube 5.0 watcher + reflector) and prints the
-# binary's path. Cached like clientgo/build.sh: the binary is named after a hash of Cargo.toml,
-# Cargo.lock and src/, so a warm cache is a no-op and any change rebuilds; cargo's target dir stays
+# Builds the kube-rs follower (this Cargo package: kube 5.0 watcher + reflector; its `apply` mode
+# does server-side apply) and prints the binary's path. Cached like clientgo/build.sh: the binary
+# is named after a hash of Cargo.toml, Cargo.lock and src/, so a warm cache is a no-op and any change rebuilds; cargo's target dir stays
 # under .cache/ so a rebuild is incremental; a failed build fails loudly.
 #   default dir: $REPO/.cache/bin   (override: FARM_CLIENTS_BIN)
 set -euo pipefail

@@ -8,6 +8,8 @@
 //! so N >= 2 means the watcher really listed again (for instance after a 410 on its resumed watch).
 //!
 //! Usage: kubers-follow --kubeconfig PATH --namespace NS [--timeout SECONDS]
+//!
+//! A second mode, `kubers-follow apply ...`, does server-side apply with kube-rs (see apply.rs).
 
 use std::{
     process::ExitCode,
@@ -31,6 +33,8 @@ use kube::{
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+mod apply;
 
 const CLIENT: &str = "kube-rs";
 /// The most watcher errors kept for the report (a server down for long makes many).
@@ -188,8 +192,30 @@ async fn follow(args: Args) -> Result<(), (String, String)> {
     }
 }
 
+/// The outcome of a mode: an empty step means the failure was reported already (with its detail).
+fn exit_with(outcome: Result<(), (String, String)>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((step, error)) => {
+            if !step.is_empty() {
+                report(&step, false, Value::Null, Some(error));
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("apply") {
+        return match apply::parse_apply_args(std::env::args().skip(2)) {
+            Ok(a) => exit_with(apply::apply(a).await),
+            Err(e) => {
+                eprintln!("kubers-follow apply: {e}\nusage: kubers-follow apply --kubeconfig PATH --namespace NS --name NAME --manager M --rival R [--group G] [--timeout SECONDS]");
+                ExitCode::from(2)
+            }
+        };
+    }
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
@@ -197,14 +223,5 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match follow(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err((step, error)) => {
-            // An empty step: the failure was reported already (with its detail).
-            if !step.is_empty() {
-                report(&step, false, Value::Null, Some(error));
-            }
-            ExitCode::FAILURE
-        }
-    }
+    exit_with(follow(args).await)
 }
