@@ -36,7 +36,10 @@ export function toApiError(err: unknown): ApiError {
   return errors.internal(fe.message ?? String(err));
 }
 
-export function installErrorHandling(app: FastifyInstance, servesResource?: (info: RequestInfo) => boolean): void {
+/** What the server serves at a resource path: the resource (undefined: not ours) and its subresources. */
+export type ServedAt = (info: RequestInfo) => { subresources: readonly string[] } | undefined;
+
+export function installErrorHandling(app: FastifyInstance, servedAt?: ServedAt): void {
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err);
     // Only failures of ours: a 503/504 (not ready, a resourceVersion not reached) is a client's to retry.
@@ -46,9 +49,12 @@ export function installErrorHandling(app: FastifyInstance, servesResource?: (inf
   app.setNotFoundHandler((req, reply) => {
     // A path we serve with a method we do not: the router matched the path, so 405 (as go-restful).
     const info = requestInfo(req.method, req.url);
-    if (info.isResourceRequest && servesResource?.(info)) {
-      return sendError(reply, new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'));
+    const served = info.isResourceRequest ? servedAt?.(info) : undefined;
+    // A subresource the resource does not have: the CRD handler answers NotFound naming the object.
+    if (served && info.name && info.subresource && !served.subresources.includes(info.subresource)) {
+      return sendError(reply, errors.notFound({ group: info.apiGroup, resource: info.resource }, info.name));
     }
+    if (served) return sendError(reply, new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'));
     return sendError(reply, errors.pathNotFound());
   });
 }

@@ -126,7 +126,20 @@ function pruned(value: unknown, schema: JsonSchema | undefined, path: PathItem[]
 
 const isScalar = (v: unknown) => v === null || typeof v !== 'object';
 
-function issueToFieldError(issue: z.core.$ZodIssue, input: unknown): FieldError {
+/** The OpenAPI schema at a value path (through properties, additionalProperties and items). */
+function schemaAt(def: ResourceDescriptor, path: readonly PropertyKey[]): JsonSchema | undefined {
+  const { root, schemas } = rootSchemaOf(def);
+  let cur = resolveSchema(root, schemas);
+  for (const p of path) {
+    if (!cur) return undefined;
+    const props = cur.properties as Record<string, JsonSchema> | undefined;
+    const next = typeof p === 'number' ? cur.items : props && Object.hasOwn(props, String(p)) ? props[String(p)] : cur.additionalProperties;
+    cur = next && typeof next === 'object' ? resolveSchema(next as JsonSchema, schemas) : undefined;
+  }
+  return cur;
+}
+
+function issueToFieldError(issue: z.core.$ZodIssue, input: unknown, def: ResourceDescriptor): FieldError {
   const path = issue.path as PropertyKey[];
   const field = formatPath(path.map((p) => (typeof p === 'number' ? p : String(p))));
   const value = valueAt(input, path);
@@ -135,7 +148,8 @@ function issueToFieldError(issue: z.core.$ZodIssue, input: unknown): FieldError 
     case 'invalid_type': {
       if (value === undefined) return FieldError.required(field);
       const actual = jsonType(value);
-      const expected = expectedType(issue.expected);
+      // zod's z.int() expects "number"; the published type (int64, int32) is "integer".
+      const expected = issue.expected === 'number' && schemaAt(def, issue.path)?.type === 'integer' ? 'integer' : expectedType(issue.expected);
       // An integer field given a fractional number: kube-openapi reports the JSON type "number".
       return FieldError.typeInvalid(field, actual, `${inBody} must be of type ${expected}: "${actual}"`);
     }
@@ -255,7 +269,7 @@ export function validateObject(def: ResourceDescriptor, obj: unknown, opts: { ke
         }
         continue;
       }
-      const fe = issueToFieldError(issue, input);
+      const fe = issueToFieldError(issue, input, def);
       const key = fe.toString();
       if (!seen.has(key)) { seen.add(key); errors.push(fe); }
     }

@@ -6,7 +6,7 @@ import { installBodyParsers, MAX_BODY_BYTES } from '../endpoints/bodies.js';
 import { clientErrorHandler, expectationFailed, installErrorHandling, sendError } from '../endpoints/http.js';
 import { registerOpenApiRoutes } from '../endpoints/openapi/routes.js';
 import { closeConnectionAfter } from '../endpoints/protocol.js';
-import type { ResourceDefinition } from '../registry/resource.js';
+import { hasStatusSubresource, type ResourceDefinition } from '../registry/resource.js';
 import { ResourceIndex } from '../registry/resourceIndex.js';
 import { registerResourceRoutes, type RestOptions } from '../endpoints/installer.js';
 import { errors } from '../apimachinery/status.js';
@@ -68,7 +68,10 @@ export function buildServer(opts: ServerOptions): FarmServer {
   app.addHook('preClose', async () => { closing = true; });
   app.server.on('checkExpectation', expectationFailed);
   const resources = new ResourceIndex(opts.resources);
-  installErrorHandling(app, (info) => resources.lookup(info.apiGroup, info.apiVersion, info.resource) !== undefined);
+  installErrorHandling(app, (info) => {
+    const def = resources.lookup(info.apiGroup, info.apiVersion, info.resource);
+    return def && { subresources: hasStatusSubresource(def) ? ['status'] : [] };
+  });
   // Two workers: a hostile request body occupying one never delays YAML responses.
   const yamlIn = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
   const yaml = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });

@@ -190,11 +190,12 @@ describe('llama /status subresource', () => {
     expectStatus(await s.request('GET', `${B}/status`), 404, 'NotFound', 'llamas.farm.example.com "status" not found');
   });
 
-  it('a subresource the resource does not have is 404 NotFound, as the CRD handler answers', {
-    todo: 'src/server/server.ts servesResource ignores the subresource, so the not-found handler answers 405 "the server does not allow this method on the requested resource"',
-  }, async () => {
+  it('a subresource the resource does not have is 404 NotFound, as the CRD handler answers', async () => {
     await create(llama('nosub'));
     expectStatus(await s.request('GET', `${B}/nosub/scale`), 404, 'NotFound', 'llamas.farm.example.com "nosub" not found');
+    expectStatus(await s.request('PUT', `${B}/nosub/scale`, { body: {} }), 404, 'NotFound', 'llamas.farm.example.com "nosub" not found');
+    // A method the served path does not have is still 405.
+    expectStatus(await s.request('POST', `${B}/nosub`, { body: {} }), 405, 'MethodNotAllowed');
   });
 
   describe('status.conditions: metav1.Condition, validated as ValidateConditions (apimachinery v0.33) words it', () => {
@@ -251,9 +252,7 @@ describe('llama /status subresource', () => {
       assert.equal(typed.message, 'Llama.farm.example.com "typed" is invalid: status.conditions[0].reason: Invalid value: "boolean": status.conditions[0].reason in body must be of type string: "boolean"');
     });
 
-    it('an int64 of the wrong type is worded "must be of type integer"', {
-      todo: 'src/registry/validation.ts: zod reports z.int() type errors with expected "number", so every int64 field says "must be of type number"',
-    }, async () => {
+    it('an int64 of the wrong type is worded "must be of type integer"', async () => {
       const typed = await rejected('typedint', [{ type: 'Ready', status: 'True', reason: 'R', message: '', lastTransitionTime: T0, observedGeneration: true as unknown as number }]);
       assert.equal(typed.message, 'Llama.farm.example.com "typedint" is invalid: status.conditions[0].observedGeneration: Invalid value: "boolean": status.conditions[0].observedGeneration in body must be of type integer: "boolean"');
     });
