@@ -40,9 +40,13 @@ export function isPrint(ch: string): boolean {
   return ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch);
 }
 
+const ABOVE_BMP_LOW = /[\uD800-\uFFFF]/;
+
 /** Go's byte-wise string order (UTF-8 order is code point order). */
 export function compareBytes(a: string, b: string): number {
   if (a === b) return 0;
+  // Below U+D800 UTF-16 code-unit order is code-point order: the native comparison is exact.
+  if (!ABOVE_BMP_LOW.test(a) && !ABOVE_BMP_LOW.test(b)) return a < b ? -1 : 1;
   const ia = a[Symbol.iterator]();
   const ib = b[Symbol.iterator]();
   for (;;) {

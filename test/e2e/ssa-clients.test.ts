@@ -19,8 +19,8 @@ import { stringify } from 'yaml';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { ensureKubeRs } from '../clients/clients.js';
 import { kubectl as runKubectl, spawnKubectl, type KubectlResult } from '../helpers/kubectl.js';
-import { eventually, sleep } from './e2e.helpers.js';
-import { crdSchemaFromOpenApi, registerCrd, type JsonSchema } from './ssaOracle/crd.js';
+import { sleep } from './e2e.helpers.js';
+import { createNamespace, crdSchemaFromOpenApi, publishedOpenApi, registerCrd } from './ssaOracle/crd.js';
 import { apiClient, type ApiClient } from './ssaOracle/targets.js';
 
 const NS = 'ssa-clients';
@@ -56,12 +56,8 @@ before(async () => {
     ensureKubeRs(),
   ]);
   api = apiClient(cluster.cp);
-  const ns = await api.call('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } } });
-  assert.equal(ns.status, 201, ns.body);
-  const doc = await eventually('our OpenAPI v3 document through kube-apiserver', 60_000, async () => {
-    const r = await api.call('GET', '/openapi/v3/apis/farm.example.com/v1alpha');
-    return r.status === 200 && r.json?.components?.schemas?.['com.example.farm.v1alpha.Llama'] ? (r.json as JsonSchema) : undefined;
-  }, 500);
+  await createNamespace(api.call, NS);
+  const doc = await publishedOpenApi(api.call);
   await registerCrd(api.call, crd.group, crdSchemaFromOpenApi(doc));
   console.log(`[ssa-clients] cluster, CRD and kube-rs binary ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }, { timeout: 20 * 60_000 });

@@ -14,10 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
-import { eventually } from './e2e.helpers.js';
 import { LONG_MANAGER, sequenceArb } from './ssaOracle/arbitraries.js';
 import { comparedAsSets } from './ssaOracle/normalise.js';
-import { crdSchemaFromOpenApi, registerCrd, type JsonSchema } from './ssaOracle/crd.js';
+import { createNamespace, crdSchemaFromOpenApi, publishedOpenApi, registerCrd, type JsonSchema } from './ssaOracle/crd.js';
 import { differenceClass, runSequence, type Sequence } from './ssaOracle/runner.js';
 import type { Step, Target } from './ssaOracle/steps.js';
 import { apiClient, type ApiClient } from './ssaOracle/targets.js';
@@ -46,13 +45,8 @@ before(async () => {
   const t0 = Date.now();
   cluster = await startFarmCluster({ dir: tmp, log: (l) => console.log(`[cluster] ${l}`) });
   api = apiClient(cluster.cp);
-  const ns = await api.call('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } } });
-  assert.equal(ns.status, 201, ns.body);
-  // Our published schema, as clients get it through the aggregator (which fetches it on its own schedule).
-  const doc = await eventually('our OpenAPI v3 document through kube-apiserver', 60_000, async () => {
-    const r = await api.call('GET', '/openapi/v3/apis/farm.example.com/v1alpha');
-    return r.status === 200 && r.json?.components?.schemas?.['com.example.farm.v1alpha.Llama'] ? (r.json as JsonSchema) : undefined;
-  }, 500);
+  await createNamespace(api.call, NS);
+  const doc = await publishedOpenApi(api.call);
   published = doc;
   console.log(`[ssa-oracle] our OpenAPI document read after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   derived = crdSchemaFromOpenApi(doc);

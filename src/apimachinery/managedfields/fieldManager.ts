@@ -140,8 +140,7 @@ export class FieldManager {
    */
   apply(live: KubeObject, config: unknown, manager: string, force: boolean): KubeObject {
     const cfg = config as Partial<KubeObject>;
-    const gvk = `${String(cfg?.apiVersion ?? '')}`;
-    if (gvk !== this.apiVersion || cfg.kind !== this.o.kind) {
+    if (cfg.apiVersion !== this.apiVersion || cfg.kind !== this.o.kind) {
       throw new ApiError(400, 'BadRequest', `invalid object type: ${goGvk(String(cfg?.apiVersion ?? ''), String(cfg?.kind ?? ''))}`);
     }
     let managed: Managed;
@@ -150,7 +149,7 @@ export class FieldManager {
     } catch (e) {
       throw new ApiError(500, 'InternalError', `failed to decode managed fields: ${(e as Error).message}`);
     }
-    let liveObj = stripManaged(live);
+    const liveObj = stripManaged(live);
     // skipNonApplied: an object nobody tracks gets a before-first-apply entry for what it has.
     if (!managed.fields.size) {
       managed = this.capUpdateManagers(this.recordUpdate(this.emptyObject(), liveObj, managed, this.identifier('before-first-apply', 'Update')));
@@ -180,8 +179,7 @@ export class FieldManager {
     stripFields(fields, id);
     object = withManaged(object, encodeManagedFields({ fields, times }));
     if (manager === 'kubectl' && object.metadata.annotations?.[LAST_APPLIED]) object = withLastApplied(object, cfg);
-    liveObj = object;
-    return liveObj;
+    return object;
   }
 
   private applyOnce(live: KubeObject, cfg: Partial<KubeObject>, managed: Managed, id: string, force: boolean) {
@@ -223,13 +221,11 @@ function stripFields(fields: ManagedFields, id: string): void {
   else fields.set(id, { ...vs, set });
 }
 
-function stripManaged(obj: KubeObject): KubeObject {
-  if (obj.metadata.managedFields === undefined) return obj;
-  const { managedFields: _m, ...metadata } = obj.metadata;
-  return { ...obj, metadata };
-}
+const stripManaged = (obj: KubeObject): KubeObject => withManaged(obj, undefined);
 
-function withManaged(obj: KubeObject, entries: ManagedFieldsEntry[] | undefined): KubeObject {
+/** The object with these managedFields (undefined: none). */
+export function withManaged(obj: KubeObject, entries: ManagedFieldsEntry[] | undefined): KubeObject {
+  if (!entries && obj.metadata.managedFields === undefined) return obj;
   const { managedFields: _m, ...metadata } = obj.metadata;
   return { ...obj, metadata: entries ? { ...metadata, managedFields: entries } : metadata };
 }

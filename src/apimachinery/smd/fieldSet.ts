@@ -2,7 +2,6 @@
 // are themselves in the set; its children hold the deeper members. Nodes are keyed by the element's
 // fieldsV1 key, which identifies it; order is only imposed when printed or iterated.
 import { compareElements, deserializeElement, serializeElement, type Path, type PathElement } from './pathElement.js';
-import type { Json } from './value.js';
 
 interface Child { pe: PathElement; set: FieldSet }
 
@@ -154,16 +153,17 @@ function readV1(v: unknown, depth: number): { children?: FieldSet; isMember: boo
     if (key === '.') { isMember = true; continue; }
     const pe = deserializeElement(key);
     if (!pe) continue;
+    // A field's key is already canonical; other kinds are re-serialized (key order, spacing).
+    const id = key.startsWith('f:') ? key : serializeElement(pe);
     const r = readV1(sub, depth + 1);
-    if (r.isMember) (children ??= new FieldSet()).members.set(serializeElement(pe), pe);
+    if (r.isMember) (children ??= new FieldSet()).members.set(id, pe);
     if (r.children && !r.children.empty()) {
       children ??= new FieldSet();
-      const existing = children.children.get(serializeElement(pe));
-      children.children.set(serializeElement(pe), { pe, set: existing ? existing.set.union(r.children) : r.children });
+      const existing = children.children.get(id);
+      children.children.set(id, { pe, set: existing ? existing.set.union(r.children) : r.children });
     }
   }
   if (!children) isMember = true;
   return { children, isMember };
 }
 
-export type { Json };

@@ -49,10 +49,21 @@ export function elementsEqual(a: PathElement, b: PathElement): boolean {
 /** The fieldsV1 key: f:<name>, k:<json of sorted key fields>, v:<json>, i:<index>. Also the identity of the element. */
 export function serializeElement(pe: PathElement): string {
   if ('field' in pe) return `f:${pe.field}`;
-  if ('key' in pe) return `k:{${pe.key.map(([k, v]) => `${goJSON(k)}:${goJSON(v)}`).join(',')}}`;
-  if ('value' in pe) return `v:${goJSON(pe.value)}`;
+  if ('key' in pe) return `k:{${pe.key.map(([k, v]) => `${scalarJSON(k)}:${scalarJSON(v)}`).join(',')}}`;
+  if ('value' in pe) return `v:${scalarJSON(pe.value)}`;
   return `i:${pe.index}`;
 }
+
+/** goJSON, without its generic walk for the scalars keys and set items almost always are (a hot path). */
+function scalarJSON(v: Json): string {
+  if (typeof v === 'string') {
+    const s = JSON.stringify(v);
+    return HTML_OR_SEPARATOR.test(s) ? goJSON(v) : s;
+  }
+  return typeof v === 'number' || typeof v === 'boolean' ? JSON.stringify(v) : goJSON(v);
+}
+
+const HTML_OR_SEPARATOR = /[<>&\u2028\u2029]/;
 
 /** DeserializePathElement; throws on a malformed key, returns undefined for an unknown type. */
 export function deserializeElement(s: string): PathElement | undefined {

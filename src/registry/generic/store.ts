@@ -5,6 +5,7 @@ import type { DeleteOptions, ListOptions, WriteOptions } from '../../apimachiner
 import { Pacer } from '../../apimachinery/pacer.js';
 import { ApiError, errors, FieldError } from '../../apimachinery/status.js';
 import { GoLiteral } from '../../apimachinery/goCompat.js';
+import { withManaged, type FieldManager } from '../../apimachinery/managedfields/fieldManager.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import type { Entry, Storage } from '../../storage/interfaces.js';
 import { stamped } from '../../storage/objects.js';
@@ -12,7 +13,6 @@ import type { ResourceDescriptor } from '../resource.js';
 import type { CollectionDeleter, Creater, Decoded, GracefulDeleter, RequestContext, UpdatedObjectInfo, UpdateOptions, Updater, WriteResult } from '../rest.js';
 import { DryRunnableStorage } from './dryRun.js';
 import { fieldManagerFor } from './fieldManagers.js';
-import type { FieldManager } from '../../apimachinery/managedfields/fieldManager.js';
 import { ReadOnlyStore } from './readOnlyStore.js';
 import { interpreted, MODIFIED } from './storageErrors.js';
 import { ObjectRules, type Strategy } from './strategy.js';
@@ -142,9 +142,7 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
    */
   private recordUpdate(live: KubeObject, requested: KubeObject, prepared: KubeObject, manager: string): KubeObject {
     if (this.rules.strategy.subresource !== 'status') return this.fieldManager.update(live, prepared, manager);
-    const tracked = this.fieldManager.update(live, requested, manager).metadata.managedFields;
-    const { managedFields: _request, ...metadata } = prepared.metadata;
-    return { ...prepared, metadata: tracked ? { ...metadata, managedFields: tracked } : metadata };
+    return withManaged(prepared, this.fieldManager.update(live, requested, manager).metadata.managedFields);
   }
 
   async delete(ctx: RequestContext, name: string, opts: DeleteOptions, dryRun: boolean): Promise<{ entry: Entry; deleted: boolean }> {
@@ -217,11 +215,7 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
 
 const isTooLarge = (e: unknown) => e instanceof ApiError && e.reason === 'RequestEntityTooLarge';
 
-function withoutManagedFields(obj: KubeObject): KubeObject {
-  if (obj.metadata.managedFields === undefined) return obj;
-  const { managedFields: _dropped, ...metadata } = obj.metadata;
-  return { ...obj, metadata };
-}
+const withoutManagedFields = (obj: KubeObject): KubeObject => withManaged(obj, undefined);
 
 function sameSet(a: string[], b: string[]): boolean {
   if (a.length !== b.length) return false;

@@ -1,6 +1,7 @@
 // The oracle's CRD: its openAPIV3Schema is derived from the Llama schema our server publishes, so a
 // field or marker we add (e.g. status.conditions as a map-list keyed by type) reaches the oracle by itself.
 import type { HttpsResult } from '../e2e.helpers.js';
+import { eventually } from '../e2e.helpers.js';
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -92,4 +93,19 @@ export async function registerCrd(call: Call, group: string, schema: JsonSchema,
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`CRD llamas.${group} not Established within ${timeoutMs} ms (conditions: ${last})`);
+}
+
+/** Creates a namespace for the test's objects (201 or the test fails). */
+export async function createNamespace(call: Call, name: string): Promise<void> {
+  const r = await call('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
+  if (r.status !== 201) throw new Error(`creating namespace ${name}: ${r.status} ${r.body}`);
+}
+
+/** Our published OpenAPI v3 document as clients get it through the aggregator (fetched on its own schedule). */
+export async function publishedOpenApi(call: Call): Promise<JsonSchema> {
+  return eventually('our OpenAPI v3 document through kube-apiserver', 60_000, async () => {
+    const r = await call('GET', '/openapi/v3/apis/farm.example.com/v1alpha');
+    const schemas = (r.json as { components?: { schemas?: Record<string, unknown> } } | undefined)?.components?.schemas;
+    return r.status === 200 && schemas?.['com.example.farm.v1alpha.Llama'] ? (r.json as JsonSchema) : undefined;
+  }, 500);
 }
