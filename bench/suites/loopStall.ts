@@ -13,6 +13,7 @@ import type { Ctx, Row, SuiteResult } from './types.js';
 const API = '/apis/farm.example.com/v1alpha';
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 const MAX_BODY = 3 * 1024 * 1024;
+const APPLY = 'application/apply-patch+yaml';
 
 interface Req { method: string; path: string; body?: string; contentType?: string; accept?: string }
 interface Case {
@@ -191,6 +192,9 @@ function cases(): Case[] {
       { name: `create: ${n / 1000}k finalizers`, request: (rep) => ({ method: 'POST', path: coll('stall'), body: fits('finalizers', JSON.stringify({ ...llamaHead(finName(n, rep)), metadata: { name: finName(n, rep), finalizers: finalizers(n) }, spec })) }) },
       { name: `DELETE: ${n / 1000}k finalizers (sets deletionTimestamp)`, request: (rep) => ({ method: 'DELETE', path: `${coll('stall')}/${finName(n, rep)}` }) },
       { name: `merge PATCH: ${n / 1000}k finalizers`, request: (rep) => ({ method: 'PATCH', path: `${coll('stall')}/${finName(n, rep)}`, contentType: 'application/merge-patch+json', body: '{"metadata":{"labels":{"touched":"yes"}}}' }) },
+      // Server-side apply: a one-label configuration onto the big object, and a configuration holding all of them.
+      { name: `apply a label: ${n / 1000}k finalizers`, request: (rep) => ({ method: 'PATCH', path: `${coll('stall')}/${finName(n, rep)}?fieldManager=bench`, contentType: APPLY, body: JSON.stringify({ ...llamaHead(finName(n, rep)), metadata: { name: finName(n, rep), labels: { applied: 'yes' } } }) }) },
+      { name: `apply (creates): ${n / 1000}k finalizers`, request: (rep) => ({ method: 'PATCH', path: `${coll('stall')}/applied-${finName(n, rep)}?fieldManager=bench`, contentType: APPLY, body: fits('apply finalizers', JSON.stringify({ ...llamaHead(`applied-${finName(n, rep)}`), metadata: { name: `applied-${finName(n, rep)}`, finalizers: finalizers(n) }, spec })) }) },
     ]),
     ...(['Warn', 'Strict'] as const).map((fv): Case => ({
       name: `create: 200k unknown fields (fieldValidation=${fv})`,

@@ -40,13 +40,22 @@ export function isPrint(ch: string): boolean {
   return ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch);
 }
 
-const ABOVE_BMP_LOW = /[\uD800-\uFFFF]/;
-
 /** Go's byte-wise string order (UTF-8 order is code point order). */
 export function compareBytes(a: string, b: string): number {
   if (a === b) return 0;
-  // Below U+D800 UTF-16 code-unit order is code-point order: the native comparison is exact.
-  if (!ABOVE_BMP_LOW.test(a) && !ABOVE_BMP_LOW.test(b)) return a < b ? -1 : 1;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Below U+D800 UTF-16 code-unit order is code-point order; surrogates need the code points.
+    if (x < 0xd800 || y < 0xd800) return x < y ? -1 : 1;
+    return compareCodePoints(a.slice(i), b.slice(i));
+  }
+  return a.length < b.length ? -1 : 1;
+}
+
+function compareCodePoints(a: string, b: string): number {
   const ia = a[Symbol.iterator]();
   const ib = b[Symbol.iterator]();
   for (;;) {

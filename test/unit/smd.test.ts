@@ -90,8 +90,8 @@ describe('typed walks', () => {
 });
 
 describe('managed fields', () => {
-  it('a create records kube-apiserver\'s trie: "." on maps and sets it created, list items by key or value', () => {
-    const created = manager().update(undefined, { apiVersion: API, kind: 'Llama',
+  it('a create records kube-apiserver\'s trie: "." on maps and sets it created, list items by key or value', async () => {
+    const created = await manager().update(undefined, { apiVersion: API, kind: 'Llama',
       metadata: { name: 'dolly', namespace: 'farm', uid: 'x', labels: { app: 'farm' }, finalizers: ['example.com/f'], ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'c', uid: 'u1' }] },
       spec: { weight: 1, height: 2 } }, 'kubectl-create');
     assert.deepEqual(created.metadata.managedFields, [{
@@ -107,32 +107,32 @@ describe('managed fields', () => {
     }]);
   });
 
-  it('applying the same configuration twice: the second apply changes nothing', () => {
-    fc.assert(fc.property(obj, obj, fc.constantFrom('alpha', 'beta'), (live, cfg, who) => {
+  it('applying the same configuration twice: the second apply changes nothing', async () => {
+    await fc.assert(fc.asyncProperty(obj, obj, fc.constantFrom('alpha', 'beta'), async (live, cfg, who) => {
       const fm = manager();
-      const start = fm.update(undefined, { ...live, metadata: { ...live.metadata } }, 'creator');
+      const start = await fm.update(undefined, { ...live, metadata: { ...live.metadata } }, 'creator');
       const stored = { ...start, metadata: { ...start.metadata, uid: 'u' } };
-      const once = fm.apply(stored, cfg, who, true);
-      const twice = fm.apply(once, cfg, who, false);
+      const once = await fm.apply(stored, cfg, who, true);
+      const twice = await fm.apply(once, cfg, who, false);
       assert.deepEqual(twice, once);
     }), { numRuns: 200 });
   });
 
-  it('an applier that drops a field it alone owned removes it; one another manager owns stays', () => {
+  it('an applier that drops a field it alone owned removes it; one another manager owns stays', async () => {
     const fm = manager();
     const base = { apiVersion: API, kind: 'Llama', metadata: { name: 'dolly', namespace: 'farm', uid: 'u' } };
-    let o = fm.apply({ ...base, metadata: { ...base.metadata } } as KubeObject, { ...base, metadata: { name: 'dolly' }, spec: { weight: 1, height: 2, color: 'brown' } }, 'alpha', false);
-    o = fm.apply(o, { ...base, metadata: { name: 'dolly' }, spec: { weight: 1, favoriteFood: 'hay' } }, 'beta', false);
-    o = fm.apply(o, { ...base, metadata: { name: 'dolly' }, spec: { height: 2 } }, 'alpha', false);
+    let o = await fm.apply({ ...base, metadata: { ...base.metadata } } as KubeObject, { ...base, metadata: { name: 'dolly' }, spec: { weight: 1, height: 2, color: 'brown' } }, 'alpha', false);
+    o = await fm.apply(o, { ...base, metadata: { name: 'dolly' }, spec: { weight: 1, favoriteFood: 'hay' } }, 'beta', false);
+    o = await fm.apply(o, { ...base, metadata: { name: 'dolly' }, spec: { height: 2 } }, 'alpha', false);
     assert.deepEqual(o.spec, { weight: 1, favoriteFood: 'hay', height: 2 });
   });
 
-  it('a conflict is a 409 with upstream\'s message and FieldManagerConflict causes; force takes the field', () => {
+  it('a conflict is a 409 with upstream\'s message and FieldManagerConflict causes; force takes the field', async () => {
     const fm = manager();
     const base = { apiVersion: API, kind: 'Llama', metadata: { name: 'dolly' } };
-    const created = fm.update(undefined, { ...base, metadata: { name: 'dolly', namespace: 'farm' }, spec: { weight: 1, height: 2, color: 'white' } } as KubeObject, 'kubectl-edit');
+    const created = await fm.update(undefined, { ...base, metadata: { name: 'dolly', namespace: 'farm' }, spec: { weight: 1, height: 2, color: 'white' } } as KubeObject, 'kubectl-edit');
     const live = { ...created, metadata: { ...created.metadata, uid: 'u' } };
-    const err = (() => { try { fm.apply(live, { ...base, spec: { color: 'brown', weight: 2 } }, 'alpha', false); } catch (e) { return e; } })();
+    const err = await fm.apply(live, { ...base, spec: { color: 'brown', weight: 2 } }, 'alpha', false).then(() => undefined, (e: unknown) => e);
     assert.ok(err instanceof ApiError);
     assert.deepEqual(err.toStatus(), {
       kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Conflict', code: 409,
@@ -142,19 +142,19 @@ describe('managed fields', () => {
         { reason: 'FieldManagerConflict', message: 'conflict with "kubectl-edit" using farm.example.com/v1alpha', field: '.spec.weight' },
       ] },
     });
-    const forced = fm.apply(live, { ...base, spec: { color: 'brown', weight: 2 } }, 'alpha', true);
+    const forced = await fm.apply(live, { ...base, spec: { color: 'brown', weight: 2 } }, 'alpha', true);
     assert.deepEqual(forced.metadata.managedFields?.map((e) => [e.manager, e.operation, e.fieldsV1]), [
       ['alpha', 'Apply', { 'f:spec': { 'f:color': {}, 'f:weight': {} } }],
       ['kubectl-edit', 'Update', { 'f:spec': { '.': {}, 'f:height': {} } }],
     ]);
   });
 
-  it('past 10 update managers the oldest merge into ancient-changes', () => {
+  it('past 10 update managers the oldest merge into ancient-changes', async () => {
     const fm = new FieldManager({ atom, group: 'farm.example.com', version: 'v1alpha', kind: 'Llama', subresource: '', resetFields: [], now: () => NOW });
-    let o = fm.update(undefined, { apiVersion: API, kind: 'Llama', metadata: { name: 'd', labels: {} }, spec: { weight: 1, height: 1 } } as KubeObject, 'm00');
+    let o = await fm.update(undefined, { apiVersion: API, kind: 'Llama', metadata: { name: 'd', labels: {} }, spec: { weight: 1, height: 1 } } as KubeObject, 'm00');
     o = { ...o, metadata: { ...o.metadata, uid: 'u' } };
     for (let i = 1; i <= 11; i++) {
-      o = fm.update(o, { ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, [`l${i}`]: 'x' } } }, `m${String(i).padStart(2, '0')}`);
+      o = await fm.update(o, { ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, [`l${i}`]: 'x' } } }, `m${String(i).padStart(2, '0')}`);
     }
     const managers = o.metadata.managedFields!.map((e) => e.manager);
     assert.equal(managers.length, 10);
@@ -162,16 +162,16 @@ describe('managed fields', () => {
     assert.ok(!managers.includes('m00') && !managers.includes('m01') && !managers.includes('m02'));
   });
 
-  it('request managedFields: [{}] resets, a valid list replaces, /status ignores them', () => {
+  it('request managedFields: [{}] resets, a valid list replaces, /status ignores them', async () => {
     const fm = manager();
-    const created = fm.update(undefined, { apiVersion: API, kind: 'Llama', metadata: { name: 'd' }, spec: { weight: 1, height: 1 } } as KubeObject, 'a');
+    const created = await fm.update(undefined, { apiVersion: API, kind: 'Llama', metadata: { name: 'd' }, spec: { weight: 1, height: 1 } } as KubeObject, 'a');
     const live = { ...created, metadata: { ...created.metadata, uid: 'u' } };
-    const reset = fm.update(live, { ...live, metadata: { ...live.metadata, managedFields: [{}] }, spec: { weight: 2, height: 1 } }, 'b');
+    const reset = await fm.update(live, { ...live, metadata: { ...live.metadata, managedFields: [{}] }, spec: { weight: 2, height: 1 } }, 'b');
     // Reset on an existing object: nothing is tracked until its next apply (skipNonApplied).
     assert.equal(reset.metadata.managedFields, undefined);
-    const replaced = fm.update(live, { ...live, metadata: { ...live.metadata, managedFields: [{ manager: 'z', operation: 'Update', apiVersion: API, fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:height': {} } } }] }, spec: { weight: 2, height: 1 } }, 'b');
+    const replaced = await fm.update(live, { ...live, metadata: { ...live.metadata, managedFields: [{ manager: 'z', operation: 'Update', apiVersion: API, fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:height': {} } } }] }, spec: { weight: 2, height: 1 } }, 'b');
     assert.deepEqual(replaced.metadata.managedFields?.map((e) => [e.manager, e.fieldsV1]), [['z', { 'f:spec': { 'f:height': {} } }], ['b', { 'f:spec': { 'f:weight': {} } }]]);
-    const status = manager('status').update(live, { ...live, metadata: { ...live.metadata, managedFields: [{}] }, status: { observedGeneration: 1 } }, 'c');
+    const status = await manager('status').update(live, { ...live, metadata: { ...live.metadata, managedFields: [{}] }, status: { observedGeneration: 1 } }, 'c');
     assert.deepEqual(status.metadata.managedFields?.map((e) => [e.manager, e.subresource]), [['a', undefined], ['c', 'status']]);
   });
 });

@@ -3,6 +3,7 @@
 import { compareBytes, goJSON } from '../goCompat.js';
 import { FieldSet } from '../smd/fieldSet.js';
 import type { ManagedFields } from '../smd/updater.js';
+import { runNow, type Walk } from '../smd/walk.js';
 import type { ManagedFieldsEntry } from '../types.js';
 
 export interface Managed { fields: ManagedFields; times: Map<string, string | undefined> }
@@ -28,21 +29,30 @@ export function parseIdentifier(id: string): Pick<ManagedFieldsEntry, 'manager' 
 
 /** DecodeManagedFields; throws with upstream's message on an invalid entry. */
 export function decodeManagedFields(entries: readonly ManagedFieldsEntry[]): Managed {
+  return runNow(decodeManagedFieldsWalk(entries));
+}
+
+export function* decodeManagedFieldsWalk(entries: readonly ManagedFieldsEntry[]): Walk<Managed> {
   const m = emptyManaged();
-  entries.forEach((e, i) => {
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
     if (e.operation !== 'Apply' && e.operation !== 'Update') throw new Error('operation must be `Apply` or `Update`');
     if (!e.apiVersion) throw new Error('apiVersion must not be empty');
     if (e.fieldsType === undefined || e.fieldsType === '') throw new Error(`missing fieldsType in managed fields entry ${i}`);
     if (e.fieldsType !== 'FieldsV1') throw new Error(`invalid fieldsType "${e.fieldsType}" in managed fields entry ${i}`);
     const id = managerIdentifier(e);
-    m.fields.set(id, { set: FieldSet.fromFieldsV1(e.fieldsV1 ?? {}), apiVersion: e.apiVersion, applied: e.operation === 'Apply' });
+    m.fields.set(id, { set: yield* FieldSet.fromFieldsV1Walk(e.fieldsV1 ?? {}), apiVersion: e.apiVersion, applied: e.operation === 'Apply' });
     m.times.set(id, e.time);
-  });
+  }
   return m;
 }
 
 /** encodeManagedFields: undefined when nobody manages anything; sorted by operation, time, manager, apiVersion, subresource. */
 export function encodeManagedFields(m: Managed): ManagedFieldsEntry[] | undefined {
+  return runNow(encodeManagedFieldsWalk(m));
+}
+
+export function* encodeManagedFieldsWalk(m: Managed): Walk<ManagedFieldsEntry[] | undefined> {
   if (!m.fields.size) return undefined;
   const out: ManagedFieldsEntry[] = [];
   for (const [id, vs] of m.fields) {
@@ -54,7 +64,7 @@ export function encodeManagedFields(m: Managed): ManagedFieldsEntry[] | undefine
     const time = m.times.get(id);
     if (time) e.time = time;
     e.fieldsType = 'FieldsV1';
-    e.fieldsV1 = vs.set.toFieldsV1();
+    e.fieldsV1 = yield* vs.set.toFieldsV1Walk();
     if (ident.subresource) e.subresource = ident.subresource;
     out.push(e);
   }

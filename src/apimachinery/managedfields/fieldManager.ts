@@ -2,17 +2,19 @@
 // NewDefaultFieldManager chains): request managedFields or the live ones, skip-non-applied,
 // before-first-apply, cap at 10 update managers, strip server-owned metadata, last-applied for kubectl.
 import { goJSON } from '../goCompat.js';
+import { Pacer } from '../pacer.js';
 import { ApiError } from '../status.js';
 import { rfc3339 } from '../meta.js';
 import { FieldSet } from '../smd/fieldSet.js';
 import { fieldElement, type Path } from '../smd/pathElement.js';
 import type { Atom } from '../smd/schema.js';
-import { validateTyped, validationMessage } from '../smd/typed.js';
+import { validateTyped, validateTypedWalk, validationMessage } from '../smd/typed.js';
 import { Conflicts, Updater, type ManagedFields } from '../smd/updater.js';
 import type { Json } from '../smd/value.js';
 import type { KubeObject, ManagedFieldsEntry } from '../types.js';
 import { conflictError } from './conflict.js';
-import { decodeManagedFields, emptyManaged, encodeManagedFields, isReset, managerIdentifier, type Managed } from './entries.js';
+import { runPaced } from '../smd/walk.js';
+import { decodeManagedFieldsWalk, emptyManaged, encodeManagedFieldsWalk, isReset, managerIdentifier, type Managed } from './entries.js';
 
 const MAX_UPDATE_MANAGERS = 10;
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -53,42 +55,43 @@ export class FieldManager {
 
   /**
    * UpdateNoErrors: the managed fields of a create, update or non-apply patch recorded on `next`.
-   * `live` is undefined for a create. If anything fails, the live managedFields are kept.
+   * `live` is undefined for a create. If anything fails, the live managedFields are kept. The pacer
+   * lets others run between the walks of a big object.
    */
-  update(live: KubeObject | undefined, next: KubeObject, manager: string): KubeObject {
+  async update(live: KubeObject | undefined, next: KubeObject, manager: string, pace = new Pacer()): Promise<KubeObject> {
     try {
-      const managed = this.liveOrRequest(live, next);
-      const out = this.updateManaged(live ?? this.emptyObject(), stripManaged(next), managed, manager, live === undefined || !live.metadata.uid);
-      return out;
+      const managed = await this.liveOrRequest(live, next, pace);
+      return await this.updateManaged(live ?? this.emptyObject(), stripManaged(next), managed, manager, live === undefined || !live.metadata.uid, pace);
     } catch {
       return withManaged(next, live?.metadata.managedFields);
     }
   }
 
-  private liveOrRequest(live: KubeObject | undefined, next: KubeObject): Managed {
-    const fromLive = () => { try { return decodeManagedFields(live?.metadata.managedFields ?? []); } catch { return emptyManaged(); } };
+  private async liveOrRequest(live: KubeObject | undefined, next: KubeObject, pace: Pacer): Promise<Managed> {
+    const decode = (entries: readonly ManagedFieldsEntry[]) => runPaced(decodeManagedFieldsWalk(entries), pace);
+    const fromLive = () => decode(live?.metadata.managedFields ?? []).catch(() => emptyManaged());
     if (this.o.subresource) return fromLive();
     const requested = next.metadata.managedFields as unknown;
     if (isReset(requested)) return emptyManaged();
     try {
-      const m = decodeManagedFields((requested ?? []) as ManagedFieldsEntry[]);
+      const m = await decode((requested ?? []) as ManagedFieldsEntry[]);
       return m.fields.size ? m : fromLive();
     } catch {
       return fromLive();
     }
   }
 
-  private updateManaged(live: KubeObject, next: KubeObject, managed: Managed, manager: string, creating: boolean): KubeObject {
+  private async updateManaged(live: KubeObject, next: KubeObject, managed: Managed, manager: string, creating: boolean, pace: Pacer): Promise<KubeObject> {
     // skipNonApplied: an existing object nobody tracks stays untracked until its first apply.
     if (!managed.fields.size && !creating) return withManaged(next, undefined);
-    const m = this.recordUpdate(live, next, managed, this.identifier(manager, 'Update'));
-    return withManaged(next, encodeManagedFields(this.capUpdateManagers(m)));
+    const m = await this.recordUpdate(live, next, managed, this.identifier(manager, 'Update'), pace);
+    return withManaged(next, await runPaced(encodeManagedFieldsWalk(this.capUpdateManagers(m)), pace));
   }
 
   /** managedFieldsUpdater + stripMeta + the structured merge of an update, as "current-operation" first. */
-  private recordUpdate(live: KubeObject, next: KubeObject, managed: Managed, id: string): Managed {
+  private async recordUpdate(live: KubeObject, next: KubeObject, managed: Managed, id: string, pace: Pacer): Promise<Managed> {
     const self = 'current-operation';
-    const fields = this.updater.updateManaged(live as unknown as Json, next as unknown as Json, this.apiVersion, managed.fields, self);
+    const fields = await this.updater.updateManaged(live as unknown as Json, next as unknown as Json, this.apiVersion, managed.fields, self, pace);
     stripFields(fields, self);
     const times = new Map(managed.times);
     const vs = fields.get(self);
@@ -138,26 +141,27 @@ export class FieldManager {
    * the apply creates). Returns the object to store, its managedFields set; ApiError on a bad
    * configuration (400) or conflicts (409).
    */
-  apply(live: KubeObject, config: unknown, manager: string, force: boolean): KubeObject {
+  async apply(live: KubeObject, config: unknown, manager: string, force: boolean, pace = new Pacer()): Promise<KubeObject> {
     const cfg = config as Partial<KubeObject>;
     if (cfg.apiVersion !== this.apiVersion || cfg.kind !== this.o.kind) {
       throw new ApiError(400, 'BadRequest', `invalid object type: ${goGvk(String(cfg?.apiVersion ?? ''), String(cfg?.kind ?? ''))}`);
     }
     let managed: Managed;
     try {
-      managed = decodeManagedFields(live.metadata.managedFields ?? []);
+      managed = await runPaced(decodeManagedFieldsWalk(live.metadata.managedFields ?? []), pace);
     } catch (e) {
       throw new ApiError(500, 'InternalError', `failed to decode managed fields: ${(e as Error).message}`);
     }
+    await pace.breathe();
     const liveObj = stripManaged(live);
     // skipNonApplied: an object nobody tracks gets a before-first-apply entry for what it has.
     if (!managed.fields.size) {
-      managed = this.capUpdateManagers(this.recordUpdate(this.emptyObject(), liveObj, managed, this.identifier('before-first-apply', 'Update')));
+      managed = this.capUpdateManagers(await this.recordUpdate(this.emptyObject(), liveObj, managed, this.identifier('before-first-apply', 'Update'), pace));
     }
     const id = this.identifier(manager, 'Apply');
     let result: { object?: Json; managers: ManagedFields };
     try {
-      result = this.applyOnce(liveObj, cfg, managed, id, force);
+      result = await this.applyOnce(liveObj, cfg, managed, id, force, pace);
     } catch (e) {
       if (!(e instanceof Conflicts)) throw e;
       // lastAppliedManager: kubectl's conflicts with what its last-applied annotation still matches are allowed.
@@ -165,8 +169,10 @@ export class FieldManager {
       const allowed = this.allowedByLastApplied(liveObj);
       const left = e.conflicts.filter((c) => !allowed?.has(c.path));
       if (!allowed || left.length) throw conflictError(allowed ? left : e.conflicts);
-      result = this.applyOnce(liveObj, cfg, managed, id, true);
+      await pace.breathe();
+      result = await this.applyOnce(liveObj, cfg, managed, id, true, pace);
     }
+    await pace.breathe();
     const times = new Map(managed.times);
     let object: KubeObject;
     if (result.object !== undefined) {
@@ -177,22 +183,23 @@ export class FieldManager {
     }
     const fields = result.managers;
     stripFields(fields, id);
-    object = withManaged(object, encodeManagedFields({ fields, times }));
+    object = withManaged(object, await runPaced(encodeManagedFieldsWalk({ fields, times }), pace));
     if (manager === 'kubectl' && object.metadata.annotations?.[LAST_APPLIED]) object = withLastApplied(object, cfg);
     return object;
   }
 
-  private applyOnce(live: KubeObject, cfg: Partial<KubeObject>, managed: Managed, id: string, force: boolean) {
+  private async applyOnce(live: KubeObject, cfg: Partial<KubeObject>, managed: Managed, id: string, force: boolean, pace: Pacer) {
     if (cfg.metadata && (cfg.metadata as Record<string, unknown>).managedFields != null) {
       throw new ApiError(400, 'BadRequest', 'metadata.managedFields must be nil');
     }
-    const errs = validateTyped(cfg as unknown as Json, this.o.atom);
+    const errs = await runPaced(validateTypedWalk(cfg as unknown as Json, this.o.atom), pace);
     if (errs.length) {
       // kube answers this with a 500 (an untyped error); it is the client's configuration that is wrong, so 400.
       const meta = (cfg.metadata ?? {}) as { namespace?: unknown; name?: unknown };
       throw new ApiError(400, 'BadRequest', `failed to create typed patch object (${String(meta.namespace ?? '')}/${String(meta.name ?? '')}; ${goGvk(this.apiVersion, this.o.kind)}): ${validationMessage(errs)}`);
     }
-    return this.updater.apply(live as unknown as Json, cfg as unknown as Json, this.apiVersion, new Map(managed.fields), id, force);
+    await pace.breathe();
+    return this.updater.apply(live as unknown as Json, cfg as unknown as Json, this.apiVersion, new Map(managed.fields), id, force, pace);
   }
 
   private allowedByLastApplied(live: KubeObject): FieldSet | undefined {

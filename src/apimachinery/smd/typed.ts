@@ -4,6 +4,7 @@
 import { FieldSet } from './fieldSet.js';
 import { elementsEqual, elementToString, keyElement, serializeElement, type Path, type PathElement } from './pathElement.js';
 import { deduceAtom, fieldType, type Atom, type ListType, type MapType } from './schema.js';
+import { pauseAt, runNow, type Walk } from './walk.js';
 import { isJsonObject, valueEquals, type Json, type JsonObject } from './value.js';
 
 type V = Json | undefined;
@@ -41,23 +42,29 @@ function tryElement(t: ListType, child: Json): PathElement | undefined {
 // ---- ToFieldSet ----
 
 export function toFieldSet(v: Json, atom: Atom): FieldSet {
+  return runNow(toFieldSetWalk(v, atom));
+}
+
+export function* toFieldSetWalk(v: Json, atom: Atom): Walk<FieldSet> {
   const set = new FieldSet();
-  fieldSetOf(v, atom, [], set);
+  yield* fieldSetOf(v, atom, [], set);
   return set;
 }
 
-function fieldSetOf(v: V, atom: Atom, path: PathElement[], set: FieldSet): void {
+function* fieldSetOf(v: V, atom: Atom, path: PathElement[], set: FieldSet): Walk<void> {
   const a = deduceAtom(atom, v);
   if (a.map) {
     if (a.map.atomic) { set.insert(path); return; }
     const m = objectOf(v);
     if (!m) return;
+    let n = 0;
     for (const key of Object.keys(m)) {
       const val = m[key];
       const p = [...path, { field: key }];
       const t = fieldType(a.map, key);
-      if (t) fieldSetOf(val, t, p, set);
+      if (t) yield* fieldSetOf(val, t, p, set);
       if (val === null || (isJsonObject(val) && Object.keys(val).length === 0) || !a.map.fields.has(key)) set.insert(p);
+      if (pauseAt(++n)) yield;
     }
   } else if (a.scalar) {
     set.insert(path);
@@ -67,19 +74,23 @@ function fieldSetOf(v: V, atom: Atom, path: PathElement[], set: FieldSet): void 
     if (!l) return;
     const seen = new Set<string>();
     const duplicates = new Set<string>();
-    for (const child of l) {
-      const pe = tryElement(a.list, child);
+    const elements: Array<PathElement | undefined> = [];
+    for (let i = 0; i < l.length; i++) {
+      const pe = tryElement(a.list, l[i]);
+      elements.push(pe);
       if (!pe) continue;
       const k = serializeElement(pe);
       if (seen.has(k) && !duplicates.has(k)) { set.insert([...path, pe]); duplicates.add(k); }
       seen.add(k);
+      if (pauseAt(i + 1)) yield;
     }
-    for (const child of l) {
-      const pe = tryElement(a.list, child);
-      if (!pe || duplicates.has(serializeElement(pe))) continue;
+    for (let i = 0; i < l.length; i++) {
+      const pe = elements[i];
+      if (!pe || (duplicates.size && duplicates.has(serializeElement(pe)))) continue;
       const p = [...path, pe];
-      fieldSetOf(child, a.list.elementType, p, set);
+      yield* fieldSetOf(l[i], a.list.elementType, p, set);
       set.insert(p);
+      if (pauseAt(i + 1)) yield;
     }
   }
 }
@@ -89,8 +100,12 @@ function fieldSetOf(v: V, atom: Atom, path: PathElement[], set: FieldSet): void 
 export interface Comparison { added: FieldSet; modified: FieldSet; removed: FieldSet }
 
 export function compare(lhs: Json, rhs: Json, atom: Atom): Comparison {
+  return runNow(compareWalk(lhs, rhs, atom));
+}
+
+export function* compareWalk(lhs: Json, rhs: Json, atom: Atom): Walk<Comparison> {
   const c = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
-  compareNode(lhs, rhs, atom, [], c);
+  yield* compareNode(lhs, rhs, atom, [], c);
   return c;
 }
 
@@ -98,13 +113,16 @@ export function isSame(c: Comparison): boolean {
   return c.added.empty() && c.modified.empty() && c.removed.empty();
 }
 
-function compareNode(lhs: V, rhs: V, atom: Atom, path: PathElement[], c: Comparison): void {
+/** A node with this many children is first checked for equality: an unchanged big map or set costs one cheap walk. */
+const BIG = 64;
+
+function* compareNode(lhs: V, rhs: V, atom: Atom, path: PathElement[], c: Comparison): Walk<void> {
   const al = deduceAtom(atom, lhs);
   const ar = deduceAtom(atom, rhs);
   let leaf: boolean;
-  if (rhs === undefined) leaf = compareAtom(al, lhs, rhs, path, c);
-  else if (lhs === undefined || sameAtom(al, ar)) leaf = compareAtom(ar, lhs, rhs, path, c);
-  else { compareAtom(al, lhs, rhs, path, c); leaf = compareAtom(ar, lhs, rhs, path, c); }
+  if (rhs === undefined) leaf = yield* compareAtom(al, lhs, rhs, path, c);
+  else if (lhs === undefined || sameAtom(al, ar)) leaf = yield* compareAtom(ar, lhs, rhs, path, c);
+  else { yield* compareAtom(al, lhs, rhs, path, c); leaf = yield* compareAtom(ar, lhs, rhs, path, c); }
   if (!leaf) {
     if (lhs === undefined) c.added.insert(path);
     else if (rhs === undefined) c.removed.insert(path);
@@ -119,14 +137,24 @@ function compareLeaf(lhs: V, rhs: V, path: Path, c: Comparison): true {
 }
 
 /** Returns whether the node was handled as a leaf (a scalar, or an atomic or empty map or list). */
-function compareAtom(a: Atom, lhs: V, rhs: V, path: PathElement[], c: Comparison): boolean {
+function* compareAtom(a: Atom, lhs: V, rhs: V, path: PathElement[], c: Comparison): Walk<boolean> {
   if (a.map) {
     const l = objectOf(lhs);
     const r = objectOf(rhs);
     if (a.map.atomic || (isEmptyMap(l) && isEmptyMap(r))) return compareLeaf(lhs, rhs, path, c);
-    for (const key of zipKeys(l, r)) {
+    // Object.keys of a big (dictionary-mode) object is costly: each side's keys are listed once.
+    const kl = l ? Object.keys(l) : [];
+    const kr = r ? Object.keys(r) : [];
+    if (kl.length >= BIG && sameEntries(l!, r!, kl, kr)) return false;
+    let n = 0;
+    for (const key of zipKeyLists(kl, kr, l)) {
+      if (pauseAt(++n)) yield;
+      const lv = l?.[key];
+      const rv = r?.[key];
+      // An unchanged scalar records nothing whatever its type: no path needs building.
+      if (lv === rv && (lv === null || typeof lv !== 'object')) continue;
       const t = fieldType(a.map, key);
-      if (t) compareNode(l?.[key], r?.[key], t, [...path, { field: key }], c);
+      if (t) yield* compareNode(lv, rv, t, [...path, { field: key }], c);
     }
     return false;
   }
@@ -135,45 +163,51 @@ function compareAtom(a: Atom, lhs: V, rhs: V, path: PathElement[], c: Comparison
     const l = listOf(lhs);
     const r = listOf(rhs);
     if (!a.list.associative || (!l?.length && !r?.length)) return compareLeaf(lhs, rhs, path, c);
-    compareListItems(a.list, l ?? [], r ?? [], path, c);
+    if (l && r && l.length >= BIG && valueEquals(l, r)) return false;
+    yield* compareListItems(a.list, l ?? [], r ?? [], path, c);
     return false;
   }
   return false;
 }
 
-function compareListItems(t: ListType, lhs: Json[], rhs: Json[], path: PathElement[], c: Comparison): void {
-  const order: PathElement[] = [];
+function* compareListItems(t: ListType, lhs: Json[], rhs: Json[], path: PathElement[], c: Comparison): Walk<void> {
+  const order: Array<readonly [string, PathElement]> = [];
   const lValues = new Map<string, Json[]>();
   const rValues = new Map<string, Json[]>();
-  for (const child of lhs) {
-    const pe = tryElement(t, child);
+  for (let i = 0; i < lhs.length; i++) {
+    if (pauseAt(i + 1)) yield;
+    const pe = tryElement(t, lhs[i]);
     if (!pe) continue;
     const k = serializeElement(pe);
     const seen = lValues.get(k);
-    if (seen) seen.push(child);
-    else { lValues.set(k, [child]); order.push(pe); }
+    if (seen) seen.push(lhs[i]);
+    else { lValues.set(k, [lhs[i]]); order.push([k, pe]); }
   }
-  for (const child of rhs) {
-    const pe = tryElement(t, child);
+  for (let i = 0; i < rhs.length; i++) {
+    if (pauseAt(i + 1)) yield;
+    const pe = tryElement(t, rhs[i]);
     if (!pe) continue;
     const k = serializeElement(pe);
     const seen = rValues.get(k);
-    if (seen) seen.push(child);
-    else { rValues.set(k, [child]); if (!lValues.has(k)) order.push(pe); }
+    if (seen) seen.push(rhs[i]);
+    else { rValues.set(k, [rhs[i]]); if (!lValues.has(k)) order.push([k, pe]); }
   }
-  for (const pe of order) {
-    const k = serializeElement(pe);
+  let n = 0;
+  for (const [k, pe] of order) {
+    if (pauseAt(++n)) yield;
     const l = lValues.get(k) ?? [];
     const r = rValues.get(k) ?? [];
+    // Two equal scalars (a set's items) change nothing: no path needs building.
+    if (l.length === 1 && r.length === 1 && l[0] === r[0] && typeof l[0] !== 'object') continue;
     const p = [...path, pe];
-    if (l.length <= 1 && r.length <= 1) compareNode(l[0], r[0], t.elementType, p, c);
+    if (l.length <= 1 && r.length <= 1) yield* compareNode(l[0], r[0], t.elementType, p, c);
     else if (l.length >= 2 && r.length >= 2) {
       if (l.length !== r.length || l.some((x, i) => !valueEquals(x, r[i]))) c.modified.insert(p);
     } else if (l.length >= 2) {
-      if (r.length) compareNode(undefined, r[0], t.elementType, p, c);
+      if (r.length) yield* compareNode(undefined, r[0], t.elementType, p, c);
       c.removed.insert(p);
     } else {
-      if (l.length) compareNode(l[0], undefined, t.elementType, p, c);
+      if (l.length) yield* compareNode(l[0], undefined, t.elementType, p, c);
       c.added.insert(p);
     }
   }
@@ -182,9 +216,20 @@ function compareListItems(t: ListType, lhs: Json[], rhs: Json[], path: PathEleme
 const isEmptyMap = (m: JsonObject | undefined) => !m || Object.keys(m).length === 0;
 
 function zipKeys(l: JsonObject | undefined, r: JsonObject | undefined): string[] {
-  const keys = l ? Object.keys(l) : [];
-  if (r) for (const k of Object.keys(r)) if (!l || !Object.hasOwn(l, k)) keys.push(k);
+  return zipKeyLists(l ? Object.keys(l) : [], r ? Object.keys(r) : [], l);
+}
+
+/** lhs's keys, then rhs's keys lhs lacks. */
+function zipKeyLists(kl: string[], kr: string[], l: JsonObject | undefined): string[] {
+  const keys = kl.slice();
+  for (const k of kr) if (!l || !Object.hasOwn(l, k)) keys.push(k);
   return keys;
+}
+
+function sameEntries(l: JsonObject, r: JsonObject | undefined, kl: string[], kr: string[]): boolean {
+  if (!r || kl.length !== kr.length) return false;
+  for (const k of kl) if (!Object.hasOwn(r, k) || !valueEquals(l[k], r[k])) return false;
+  return true;
 }
 
 // ---- Merge (the rule keeps the right-hand side: the applied configuration wins) ----
@@ -192,32 +237,36 @@ function zipKeys(l: JsonObject | undefined, r: JsonObject | undefined): string[]
 export class MergeError extends Error {}
 
 export function merge(lhs: Json, rhs: Json, atom: Atom): Json | undefined {
-  return mergeNode(lhs, rhs, atom);
+  return runNow(mergeNode(lhs, rhs, atom));
 }
 
-function mergeNode(lhs: V, rhs: V, atom: Atom): V {
+export const mergeWalk = (lhs: Json, rhs: Json, atom: Atom): Walk<Json | undefined> => mergeNode(lhs, rhs, atom);
+
+function* mergeNode(lhs: V, rhs: V, atom: Atom): Walk<V> {
   const al = deduceAtom(atom, lhs);
   const ar = deduceAtom(atom, rhs);
-  if (rhs === undefined) return mergeAtom(al, lhs, rhs);
-  if (lhs === undefined || sameAtom(al, ar)) return mergeAtom(ar, lhs, rhs);
-  mergeAtom(al, lhs, rhs); // upstream walks it too (its output is dropped), so its errors surface
-  return mergeAtom(ar, lhs, rhs);
+  if (rhs === undefined) return yield* mergeAtom(al, lhs, rhs);
+  if (lhs === undefined || sameAtom(al, ar)) return yield* mergeAtom(ar, lhs, rhs);
+  yield* mergeAtom(al, lhs, rhs); // upstream walks it too (its output is dropped), so its errors surface
+  return yield* mergeAtom(ar, lhs, rhs);
 }
 
 const keepRhs = (lhs: V, rhs: V): V => (rhs !== undefined ? rhs : lhs);
 
-function mergeAtom(a: Atom, lhs: V, rhs: V): V {
+function* mergeAtom(a: Atom, lhs: V, rhs: V): Walk<V> {
   if (a.map) {
     const l = objectOf(lhs);
     const r = objectOf(rhs);
     if (a.map.atomic || (isEmptyMap(l) && isEmptyMap(r))) return keepRhs(lhs, rhs);
     const out: JsonObject = {};
+    let n = 0;
     for (const key of zipKeys(l, r)) {
       const t = fieldType(a.map, key);
       const lv = l && Object.hasOwn(l, key) ? l[key] : undefined;
       const rv = r && Object.hasOwn(r, key) ? r[key] : undefined;
-      const v = t ? mergeNode(lv, rv, t) : keepRhs(lv, rv);
+      const v = t ? yield* mergeNode(lv, rv, t) : keepRhs(lv, rv);
       if (v !== undefined) out[key] = v;
+      if (pauseAt(++n)) yield;
     }
     return Object.keys(out).length ? out : undefined;
   }
@@ -226,7 +275,7 @@ function mergeAtom(a: Atom, lhs: V, rhs: V): V {
     const l = listOf(lhs);
     const r = listOf(rhs);
     if (!a.list.associative || (!l?.length && !r?.length)) return keepRhs(lhs, rhs);
-    const out = mergeListItems(a.list, l ?? [], r ?? []);
+    const out = yield* mergeListItems(a.list, l ?? [], r ?? []);
     return out.length ? out : undefined;
   }
   return keepRhs(lhs, rhs);
@@ -234,9 +283,11 @@ function mergeAtom(a: Atom, lhs: V, rhs: V): V {
 
 interface Indexed { pes: PathElement[]; items: Json[]; observed: Map<string, Json> }
 
-function indexList(t: ListType, list: Json[], allowDuplicates: boolean): Indexed {
+function* indexList(t: ListType, list: Json[], allowDuplicates: boolean): Walk<Indexed> {
   const out: Indexed = { pes: [], items: [], observed: new Map() };
-  list.forEach((child, i) => {
+  for (let i = 0; i < list.length; i++) {
+    const child = list[i];
+    if (pauseAt(i + 1)) yield;
     let pe: PathElement;
     try { pe = listItemElement(t, child); } catch (e) { throw new MergeError(`element ${i}: ${(e as Error).message}`); }
     const k = serializeElement(pe);
@@ -248,30 +299,34 @@ function indexList(t: ListType, list: Json[], allowDuplicates: boolean): Indexed
     }
     out.pes.push(pe);
     out.items.push(child);
-  });
+  }
   return out;
 }
 
 /** visitListItems of merge.go: shared items keep the configuration's order, live-only items stay where they were. */
-function mergeListItems(t: ListType, lhs: Json[], rhs: Json[]): Json[] {
-  const R = indexList(t, rhs, false);
-  const L = indexList(t, lhs, true);
+function* mergeListItems(t: ListType, lhs: Json[], rhs: Json[]): Walk<Json[]> {
+  const R = yield* indexList(t, rhs, false);
+  const L = yield* indexList(t, lhs, true);
   const out: Json[] = [];
   const shared = R.pes.filter((pe) => L.observed.has(serializeElement(pe)));
-  let next: PathElement | undefined = shared.shift();
+  // An index, not shift(): shift is linear on a large array.
+  let sharedAt = 0;
+  let next: PathElement | undefined = shared[sharedAt++];
   const mergedRhs = new Set<string>();
   const push = (v: V) => { if (v !== undefined) out.push(v); };
   let li = 0;
   let ri = 0;
+  let n = 0;
   while (li < L.pes.length || ri < R.pes.length) {
+    if (pauseAt(++n)) yield;
     if (li < L.pes.length && ri < R.pes.length) {
       const pe = L.pes[li];
       const k = serializeElement(pe);
       if (elementsEqual(pe, R.pes[ri])) {
         mergedRhs.add(k);
-        push(mergeNode(L.observed.get(k), R.observed.get(k), t.elementType));
+        push(yield* mergeNode(L.observed.get(k), R.observed.get(k), t.elementType));
         li++; ri++;
-        next = shared.shift();
+        next = shared[sharedAt++];
         continue;
       }
       if (R.observed.has(k) && next && !elementsEqual(next, pe)) { li++; continue; }
@@ -279,7 +334,7 @@ function mergeListItems(t: ListType, lhs: Json[], rhs: Json[]): Json[] {
     if (li < L.pes.length) {
       const k = serializeElement(L.pes[li]);
       if (!R.observed.has(k)) {
-        push(mergeNode(L.items[li], undefined, t.elementType));
+        push(yield* mergeNode(L.items[li], undefined, t.elementType));
         li++;
         continue;
       } else if (mergedRhs.has(k)) {
@@ -290,9 +345,9 @@ function mergeListItems(t: ListType, lhs: Json[], rhs: Json[]): Json[] {
       const pe = R.pes[ri];
       const k = serializeElement(pe);
       mergedRhs.add(k);
-      push(mergeNode(L.observed.get(k), R.observed.get(k), t.elementType));
+      push(yield* mergeNode(L.observed.get(k), R.observed.get(k), t.elementType));
       ri++;
-      if (next && elementsEqual(next, pe)) next = shared.shift();
+      if (next && elementsEqual(next, pe)) next = shared[sharedAt++];
     }
   }
   return out;
@@ -301,16 +356,22 @@ function mergeListItems(t: ListType, lhs: Json[], rhs: Json[]): Json[] {
 // ---- RemoveItems (an emptied map or list becomes null, as upstream's walker leaves it) ----
 
 export function removeItems(v: Json, toRemove: FieldSet, atom: Atom): Json {
+  return runNow(removeItemsWalk(v, toRemove, atom));
+}
+
+export function* removeItemsWalk(v: Json, toRemove: FieldSet, atom: Atom): Walk<Json> {
   const a = deduceAtom(atom, v);
   if (a.map) {
     if (!isJsonObject(v) || Object.keys(v).length === 0 || a.map.atomic) return null;
     const out: JsonObject = {};
+    let n = 0;
     for (const key of Object.keys(v)) {
+      if (pauseAt(++n)) yield;
       const pe: PathElement = { field: key };
       if (toRemove.has([pe])) continue;
       const sub = toRemove.withPrefix(pe);
       const t = fieldType(a.map, key);
-      out[key] = !sub.empty() && t ? removeItems(v[key], sub, t) : v[key];
+      out[key] = !sub.empty() && t ? yield* removeItemsWalk(v[key], sub, t) : v[key];
     }
     return Object.keys(out).length ? out : null;
   }
@@ -318,11 +379,13 @@ export function removeItems(v: Json, toRemove: FieldSet, atom: Atom): Json {
   if (a.list) {
     if (!Array.isArray(v) || v.length === 0 || !a.list.associative) return null;
     const items: Json[] = [];
-    for (const child of v) {
+    for (let i = 0; i < v.length; i++) {
+      if (pauseAt(i + 1)) yield;
+      const child = v[i];
       const pe = tryElement(a.list, child);
       if (pe && toRemove.has([pe])) continue;
-      const sub = pe ? toRemove.withPrefix(pe) : new FieldSet();
-      items.push(sub.empty() ? child : removeItems(child, sub, a.list.elementType));
+      const sub = pe ? toRemove.withPrefix(pe) : undefined;
+      items.push(!sub || sub.empty() ? child : yield* removeItemsWalk(child, sub, a.list.elementType));
     }
     return items.length ? items : null;
   }
@@ -332,8 +395,12 @@ export function removeItems(v: Json, toRemove: FieldSet, atom: Atom): Json {
 // ---- Validate (what ObjectToTyped checks of an applied configuration) ----
 
 export function validateTyped(v: Json, atom: Atom, allowDuplicates = false): string[] {
+  return runNow(validateTypedWalk(v, atom, allowDuplicates));
+}
+
+export function* validateTypedWalk(v: Json, atom: Atom, allowDuplicates = false): Walk<string[]> {
   const errs: string[] = [];
-  validateNode(v, atom, '', errs, allowDuplicates, 0);
+  yield* validateNode(v, atom, '', errs, allowDuplicates, 0);
   return errs;
 }
 
@@ -341,13 +408,13 @@ function describe(v: Json): string {
   return Array.isArray(v) ? `[]interface {}` : isJsonObject(v) ? 'map[string]interface {}' : typeof v === 'number' ? 'float64' : typeof v === 'boolean' ? 'bool' : typeof v;
 }
 
-function validateNode(v: Json, atom: Atom, path: string, errs: string[], dup: boolean, depth: number): void {
+function* validateNode(v: Json, atom: Atom, path: string, errs: string[], dup: boolean, depth: number): Walk<void> {
   if (depth > 200) { errs.push(`${path}: nested too deeply`); return; }
   const a = deduceAtom(atom, v);
   if (a.map) {
     if (v === null) return;
     if (!isJsonObject(v)) { errs.push(`${path}: expected map, got ${describe(v)}`); return; }
-    validateMap(a.map, v, path, errs, dup, depth);
+    yield* validateMap(a.map, v, path, errs, dup, depth);
   } else if (a.scalar) {
     if (v === null) return;
     const ok = a.scalar === 'numeric' ? typeof v === 'number' : a.scalar === 'string' ? typeof v === 'string'
@@ -359,6 +426,7 @@ function validateNode(v: Json, atom: Atom, path: string, errs: string[], dup: bo
     if (!Array.isArray(v)) { errs.push(`${path}: expected list, got ${describe(v)}`); return; }
     const seen = new Set<string>();
     for (let i = 0; i < v.length; i++) {
+      if (pauseAt(i + 1)) yield;
       let pe: PathElement = { index: i };
       if (a.list.associative) {
         try { pe = listItemElement(a.list, v[i]); } catch (e) { errs.push(`${path}: element ${i}: ${(e as Error).message}`); return; }
@@ -366,17 +434,19 @@ function validateNode(v: Json, atom: Atom, path: string, errs: string[], dup: bo
         if (seen.has(k) && !dup) errs.push(`${path}: duplicate entries for key ${elementToString(pe)}`);
         seen.add(k);
       }
-      validateNode(v[i], a.list.elementType, path + elementToString(pe), errs, dup, depth + 1);
+      yield* validateNode(v[i], a.list.elementType, path + elementToString(pe), errs, dup, depth + 1);
     }
   }
 }
 
-function validateMap(m: MapType, v: JsonObject, path: string, errs: string[], dup: boolean, depth: number): void {
+function* validateMap(m: MapType, v: JsonObject, path: string, errs: string[], dup: boolean, depth: number): Walk<void> {
+  let n = 0;
   for (const key of Object.keys(v)) {
+    if (pauseAt(++n)) yield;
     const t = fieldType(m, key);
     const p = `${path}.${key}`;
     if (!t) { errs.push(`${p}: field not declared in schema`); return; }
-    validateNode(v[key], t, p, errs, dup, depth + 1);
+    yield* validateNode(v[key], t, p, errs, dup, depth + 1);
   }
 }
 

@@ -1,9 +1,12 @@
 // merge/update.go: how an update or an apply changes who owns which fields. Managers are keyed by their
-// identifier; one API version is served, so no conversion between versions is needed.
+// identifier; one API version is served, so no conversion between versions is needed. Each whole-object
+// walk is one stage: the Pacer lets other requests run between stages of a big object's write.
+import type { Pacer } from '../pacer.js';
 import { FieldSet } from './fieldSet.js';
 import type { Path } from './pathElement.js';
 import type { Atom } from './schema.js';
-import { compare, merge, removeItems, toFieldSet, type Comparison } from './typed.js';
+import { compare, compareWalk, mergeWalk, removeItemsWalk, toFieldSet, toFieldSetWalk, type Comparison } from './typed.js';
+import { pauseAt, runNow, runPaced, type Walk } from './walk.js';
 import { valueEquals, type Json } from './value.js';
 
 export interface VersionedSet { set: FieldSet; apiVersion: string; applied: boolean }
@@ -30,14 +33,14 @@ export class Updater {
     return this.ignored.empty() ? set : set.recursiveDifference(this.ignored);
   }
 
-  private compare(lhs: Json, rhs: Json): Comparison {
-    const c = compare(lhs, rhs, this.atom);
+  private async compare(lhs: Json, rhs: Json, pace: Pacer): Promise<Comparison> {
+    const c = await runPaced(compareWalk(lhs, rhs, this.atom), pace);
     return { added: this.filter(c.added), modified: this.filter(c.modified), removed: this.filter(c.removed) };
   }
 
   /** Other managers lose what this write changed; without force, changing another's field is a conflict. */
-  private update(oldObject: Json, newObject: Json, managers: ManagedFields, workflow: string, force: boolean): { managers: ManagedFields; comparison: Comparison } {
-    const comparison = this.compare(oldObject, newObject);
+  private async update(oldObject: Json, newObject: Json, managers: ManagedFields, workflow: string, force: boolean, pace: Pacer): Promise<{ managers: ManagedFields; comparison: Comparison }> {
+    const comparison = await this.compare(oldObject, newObject, pace);
     const changed = comparison.modified.union(comparison.added);
     const conflicts: ManagedFields = new Map();
     for (const [manager, vs] of managers) {
@@ -60,8 +63,8 @@ export class Updater {
   }
 
   /** An update owns what it added or modified, keeps what it owned and still exists. */
-  updateManaged(liveObject: Json, newObject: Json, apiVersion: string, managers: ManagedFields, manager: string): ManagedFields {
-    const { managers: out, comparison } = this.update(liveObject, newObject, managers, manager, true);
+  async updateManaged(liveObject: Json, newObject: Json, apiVersion: string, managers: ManagedFields, manager: string, pace: Pacer): Promise<ManagedFields> {
+    const { managers: out, comparison } = await this.update(liveObject, newObject, managers, manager, true, pace);
     const previous = out.get(manager)?.set ?? new FieldSet();
     const set = this.filter(previous.difference(comparison.removed).union(comparison.modified).union(comparison.added));
     if (set.empty()) out.delete(manager);
@@ -73,13 +76,13 @@ export class Updater {
    * Merges the configuration into the live object; the applier owns exactly what it applied, fields it
    * stopped applying are removed unless someone else owns them. `object` is undefined for a no-op.
    */
-  apply(liveObject: Json, config: Json, apiVersion: string, managers: ManagedFields, manager: string, force: boolean): { object?: Json; managers: ManagedFields } {
-    let newObject = merge(liveObject, config, this.atom) ?? null;
+  async apply(liveObject: Json, config: Json, apiVersion: string, managers: ManagedFields, manager: string, force: boolean, pace: Pacer): Promise<{ object?: Json; managers: ManagedFields }> {
+    let newObject = (await runPaced(mergeWalk(liveObject, config, this.atom), pace)) ?? null;
     const lastSet = managers.get(manager);
     const next: ManagedFields = new Map(managers);
-    next.set(manager, { set: this.filter(toFieldSet(config, this.atom)), apiVersion, applied: true });
-    newObject = this.prune(newObject, next, lastSet);
-    const { managers: out } = this.update(liveObject, newObject, next, manager, force);
+    next.set(manager, { set: this.filter(await runPaced(toFieldSetWalk(config, this.atom), pace)), apiVersion, applied: true });
+    newObject = await this.prune(newObject, next, lastSet, pace);
+    const { managers: out } = await this.update(liveObject, newObject, next, manager, force, pace);
     return { object: valueEquals(liveObject, newObject) ? undefined : newObject, managers: out };
   }
 
@@ -89,29 +92,38 @@ export class Updater {
     return toFieldSet(last, this.atom).difference(c.modified).difference(c.added).difference(c.removed);
   }
 
-  private ensureNamed(set: FieldSet): FieldSet {
-    return ensureNamedFieldsAreMembers(set, this.atom);
-  }
-
-  private prune(merged: Json, managers: ManagedFields, lastSet: VersionedSet | undefined): Json {
+  private async prune(merged: Json, managers: ManagedFields, lastSet: VersionedSet | undefined, pace: Pacer): Promise<Json> {
     if (!lastSet || lastSet.set.empty()) return merged;
-    let pruned = removeItems(merged, this.ensureNamed(lastSet.set), this.atom);
+    const walk = <T>(w: Walk<T>) => runPaced(w, pace);
+    const named = (set: FieldSet) => walk(ensureNamedWalk(set, this.atom));
+    const fieldsOf = async (v: Json) => named(await walk(toFieldSetWalk(v, this.atom)));
+    const lastApplied = await named(lastSet.set);
+    let pruned = await walk(removeItemsWalk(merged, lastApplied, this.atom));
     // addBackOwnedItems: whatever any manager owns stays.
     let managed = new FieldSet();
     for (const vs of managers.values()) managed = managed.union(vs.set);
-    const mergedSet = this.ensureNamed(toFieldSet(merged, this.atom));
-    let prunedSet = this.ensureNamed(toFieldSet(pruned, this.atom));
-    pruned = removeItems(merged, mergedSet.difference(prunedSet.union(this.ensureNamed(managed))), this.atom);
+    const mergedSet = await fieldsOf(merged);
+    let prunedSet = await fieldsOf(pruned);
+    pruned = await walk(removeItemsWalk(merged, mergedSet.difference(prunedSet.union(await named(managed))), this.atom));
     // addBackDanglingItems: only fields the applier had applied may go.
-    prunedSet = this.ensureNamed(toFieldSet(pruned, this.atom));
-    return removeItems(merged, mergedSet.difference(prunedSet).intersection(this.ensureNamed(lastSet.set)), this.atom);
+    prunedSet = await fieldsOf(pruned);
+    await pace.breathe();
+    return walk(removeItemsWalk(merged, mergedSet.difference(prunedSet).intersection(lastApplied), this.atom));
   }
 }
 
 /** EnsureNamedFieldsAreMembers: a struct field with owned fields below it is itself a member. */
 export function ensureNamedFieldsAreMembers(set: FieldSet, atom: Atom | undefined): FieldSet {
+  return runNow(ensureNamedWalk(set, atom));
+}
+
+function* ensureNamedWalk(set: FieldSet, atom: Atom | undefined): Walk<FieldSet> {
   const out = new FieldSet();
-  for (const [k, pe] of set.members) out.members.set(k, pe);
+  let n = 0;
+  for (const [k, pe] of set.members) {
+    out.members.set(k, pe);
+    if (pauseAt(++n)) yield;
+  }
   for (const [k, c] of set.children) {
     let childAtom: Atom | undefined;
     if ('field' in c.pe && atom?.map) {
@@ -120,8 +132,8 @@ export function ensureNamedFieldsAreMembers(set: FieldSet, atom: Atom | undefine
     } else if ('key' in c.pe && atom?.list) {
       childAtom = atom.list.elementType;
     }
-    out.children.set(k, { pe: c.pe, set: ensureNamedFieldsAreMembers(c.set, childAtom) });
+    out.children.set(k, { pe: c.pe, set: yield* ensureNamedWalk(c.set, childAtom) });
+    if (pauseAt(++n)) yield;
   }
   return out;
 }
-

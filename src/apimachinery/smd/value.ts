@@ -11,7 +11,6 @@ export const valueEquals = (a: Json, b: Json): boolean => jsonEqual(a, b);
 
 /** value.Compare: numbers < strings < booleans < lists < maps < null; lists and maps lexically. */
 export function valueCompare(a: Json, b: Json): number {
-  const rank = (v: Json) => (typeof v === 'number' ? 0 : typeof v === 'string' ? 1 : typeof v === 'boolean' ? 2 : Array.isArray(v) ? 3 : v === null ? 5 : 4);
   const ra = rank(a);
   const rb = rank(b);
   if (ra !== rb) return ra < rb ? -1 : 1;
@@ -39,6 +38,8 @@ export function valueCompare(a: Json, b: Json): number {
   }
   return ak.length === bk.length ? 0 : ak.length < bk.length ? -1 : 1;
 }
+
+const rank = (v: Json) => (typeof v === 'number' ? 0 : typeof v === 'string' ? 1 : typeof v === 'boolean' ? 2 : Array.isArray(v) ? 3 : v === null ? 5 : 4);
 
 /** value.ToString: how a key or set value prints inside a field path (".a[name=\"x\"]"). */
 export function valueToString(v: Json): string {

@@ -59,7 +59,7 @@ function applied(scope: RequestScope, req: Req, ctx: RequestContext, name: strin
     throw errors.badRequest('error decoding patch: the patch must be a YAML or JSON object');
   }
   const merge = async (live: KubeObject): Promise<Decoded> => {
-    const merged = fieldManager.apply(live, config, opts.fieldManager!, opts.force ?? false);
+    const merged = await fieldManager.apply(live, config, opts.fieldManager!, opts.force ?? false, new Pacer());
     // After a successful apply, duplicate keys of the patch are a strict decoding failure (or warnings).
     const duplicates = opts.fieldValidation === 'Ignore' ? [] : (req.duplicateFields ?? []);
     if (duplicates.length && opts.fieldValidation === 'Strict') throw errors.badRequest(`error strict decoding patch: ${duplicates.join(', ')}`);

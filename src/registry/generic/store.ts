@@ -55,7 +55,7 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
       const valid = await this.rules.validate(pace, warnings, {
         obj: this.rules.prepareForCreate(body.object), fieldValidation: opts.fieldValidation, findings: body.findings, patch: false,
       });
-      const obj = track ? this.fieldManager.update(undefined, valid, opts.fieldManager ?? '') : withoutManagedFields(valid);
+      const obj = track ? await this.fieldManager.update(undefined, valid, opts.fieldManager ?? '', pace) : withoutManagedFields(valid);
       const name = obj.metadata.name!;
       try {
         const entry = await interpreted(this.gr, name, () => this.storage.create(this.keyFor(ctx, name), obj, opts.dryRun));
@@ -128,11 +128,12 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
     }
     // Optimistic concurrency first (as upstream), then the new object is prepared and validated.
     if (rv && rv !== current.object.metadata.resourceVersion) throw errors.conflict(this.gr, name, MODIFIED);
-    const prepared = await this.rules.prepareForUpdate(new Pacer(), warnings, {
+    const pace = new Pacer();
+    const prepared = await this.rules.prepareForUpdate(pace, warnings, {
       obj: object, old: current.object, fieldValidation: opts.fieldValidation, findings, patch: opts.patch, applied: managed,
     });
     // An apply recorded its fields already; any other write is an Update of its manager.
-    const next = !track ? withoutManagedFields(prepared) : managed ? prepared : this.recordUpdate(current.object, object, prepared, opts.fieldManager ?? '');
+    const next = !track ? withoutManagedFields(prepared) : managed ? prepared : await this.recordUpdate(current.object, object, prepared, opts.fieldManager ?? '', pace);
     return { next, uid };
   }
 
@@ -140,9 +141,9 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
    * The Update entry of a write. Through /status upstream records what the request asked for before the
    * status strategy kept only its .status (so a label change there is owned, though discarded).
    */
-  private recordUpdate(live: KubeObject, requested: KubeObject, prepared: KubeObject, manager: string): KubeObject {
-    if (this.rules.strategy.subresource !== 'status') return this.fieldManager.update(live, prepared, manager);
-    return withManaged(prepared, this.fieldManager.update(live, requested, manager).metadata.managedFields);
+  private async recordUpdate(live: KubeObject, requested: KubeObject, prepared: KubeObject, manager: string, pace: Pacer): Promise<KubeObject> {
+    if (this.rules.strategy.subresource !== 'status') return this.fieldManager.update(live, prepared, manager, pace);
+    return withManaged(prepared, (await this.fieldManager.update(live, requested, manager, pace)).metadata.managedFields);
   }
 
   async delete(ctx: RequestContext, name: string, opts: DeleteOptions, dryRun: boolean): Promise<{ entry: Entry; deleted: boolean }> {
