@@ -5,7 +5,7 @@
 // --baseline: the suites that start our server (http, watch, heap, startup, loopstall) also measure
 // that commit, checked out into a temporary git worktree, interleaved with ours; a second table
 // gives ours now vs ours then, oriented so that > 1 is better, and flags rows below 0.9.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,6 +15,7 @@ import { addWorktree, removeWorktrees, WORKING_TREE, type Tree } from './lib/tre
 import { heapSuite } from './suites/heap.js';
 import { httpSuite } from './suites/http.js';
 import { loopStallSuite } from './suites/loopStall.js';
+import { managedFieldsSuite } from './suites/managedFields.js';
 import { peersSuite } from './suites/peers.js';
 import { startupSuite } from './suites/startup.js';
 import type { Ctx, Row, SuiteResult } from './suites/types.js';
@@ -25,6 +26,7 @@ const BASELINE_THRESHOLD = 0.9;
 
 const suites: Record<string, (ctx: Ctx) => Promise<SuiteResult>> = {
   http: httpSuite, watch: watchSuite, heap: heapSuite, startup: startupSuite, loopstall: loopStallSuite, peers: peersSuite,
+  managedfields: managedFieldsSuite,
 };
 // Only with --only: peers needs the real control plane (and ~6 min).
 const optIn = new Set(['peers']);
@@ -67,12 +69,15 @@ const ctx: Ctx = { quick: values.quick, certDir, token, log, ours, ...(baseline 
 
 const rows: Row[] = [];
 const details: Record<string, unknown> = {};
+/** This run's rows per suite, for results.json's `stored`. */
+const suiteRows: Record<string, Row[]> = {};
 try {
   for (const name of selected) {
     log(`== ${name}`);
     try {
       const r = await suites[name](ctx);
       rows.push(...r.rows);
+      suiteRows[name] = r.rows;
       details[name] = r.detail;
       for (const f of (r.detail.failures as string[] | undefined) ?? []) failures.push(`${name}: ${f}`);
     } catch (e) {
@@ -116,9 +121,25 @@ const out = {
   ...(baseline && { baseline: { rev: baseline.label, sha: baseline.sha, threshold: BASELINE_THRESHOLD, worse } }),
   rows, failures, details,
 };
-await writeFile(join(BENCH_DIR, 'results.json'), `${JSON.stringify(out, null, 2)}\n`);
+await writeFile(join(BENCH_DIR, 'results.json'), `${JSON.stringify({ ...out, stored: await storedResults(out) }, null, 2)}\n`);
 console.log(`\nwrote bench/results.json`);
 process.exitCode = failures.length ? 1 : 0;
+
+/**
+ * `stored` in results.json: every suite's latest run (its rows, detail and that run's header), so that
+ * `--only x` replaces x's results and keeps the others'. A file from before `stored` gives its suite
+ * when it ran exactly one.
+ */
+async function storedResults(run: { date: string; command: string; mode: string }): Promise<Record<string, unknown>> {
+  type Stored = { date: string; command: string; mode: string; machine: unknown; rows: Row[]; detail: unknown };
+  let old: { date: string; command: string; mode: string; machine: unknown; rows: Row[]; details: Record<string, unknown>; stored?: Record<string, Stored> } | undefined;
+  try { old = JSON.parse(await readFile(join(BENCH_DIR, 'results.json'), 'utf8')); } catch { old = undefined; }
+  const stored: Record<string, Stored> = { ...old?.stored };
+  const oldSuites = Object.keys(old?.details ?? {});
+  if (old && !old.stored && oldSuites.length === 1) stored[oldSuites[0]] = { date: old.date, command: old.command, mode: old.mode, machine: old.machine, rows: old.rows, detail: old.details[oldSuites[0]] };
+  for (const [name, suiteRowsOf] of Object.entries(suiteRows)) stored[name] = { date: run.date, command: run.command, mode: run.mode, machine, rows: suiteRowsOf, detail: details[name] };
+  return stored;
+}
 
 /** Ours now vs ours at the baseline, > 1 = better; rows under this are flagged. */
 function printBaselineTable(base: Tree): string[] {

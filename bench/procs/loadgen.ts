@@ -5,6 +5,7 @@
 // Optional (bench/suites/peers.ts): a TLS client certificate, another method with a body, other
 // expected statuses, no size check, a request cap, and templates in the path and body:
 //   {{seq}}  a number unique to each request of this process (e.g. a label value, so a PUT changes something)
+//   {{req}}  like {{seq}}, but the same number at every place of one request (e.g. a name in both the path and the body)
 //   {{conn}} the connection's index (e.g. one object per connection, so PUTs never conflict)
 //   {{rv}}   the metadata.resourceVersion of this connection's previous response (first: an untimed GET of the path)
 import { readFileSync } from 'node:fs';
@@ -40,7 +41,7 @@ export interface RunResult {
 const CRLF2 = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
 const RV_RE = /"resourceVersion":"(\d+)"/;
-const TEMPLATE_RE = /\{\{(seq|conn|rv)\}\}/g;
+const TEMPLATE_RE = /\{\{(seq|req|conn|rv)\}\}/g;
 /** {{seq}} counter; per process, so values stay unique across runs. */
 let seq = 0;
 
@@ -194,7 +195,8 @@ class Generator {
 
   requestFor(c: Conn): Buffer {
     if (this.fixed) return this.fixed;
-    const sub = (s: string) => s.replace(TEMPLATE_RE, (_m, k: string) => (k === 'seq' ? String(++seq) : k === 'conn' ? String(c.index) : (c.rv ?? '')));
+    let req: string | undefined;
+    const sub = (s: string) => s.replace(TEMPLATE_RE, (_m, k: string) => (k === 'seq' ? String(++seq) : k === 'req' ? (req ??= String(++seq)) : k === 'conn' ? String(c.index) : (c.rv ?? '')));
     return this.build(sub(this.a.path), this.a.body === undefined ? undefined : sub(this.a.body));
   }
 
