@@ -1,5 +1,6 @@
 // Values every backend stores the same way: entries, keys, the size bound and "nothing changed".
 import { isDeepStrictEqual } from 'node:util';
+import { metadataInStructOrder } from '../apimachinery/structOrder.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { storageErrors } from './errors.js';
 import type { Entry, Preconditions } from './interfaces.js';
@@ -19,7 +20,7 @@ export function objectKey(namespace: string | undefined, name: string): string {
 export function stamped(key: string, obj: KubeObject, rv: number): Entry {
   const metadata: KubeObject['metadata'] = { ...obj.metadata, resourceVersion: String(rv) };
   if (rv === 0) delete metadata.resourceVersion;
-  return makeEntry(key, { ...obj, metadata }, rv);
+  return makeEntry(key, { ...obj, metadata: metadataInStructOrder(metadata) }, rv);
 }
 
 /**
@@ -52,7 +53,7 @@ export function checkJsonSize(length: number, byteLength: () => number, prev: En
 export function sameObject(next: KubeObject, current: Entry): boolean {
   if (metadataScalarsDiffer(next.metadata, current.object.metadata)) return false;
   const rv = current.object.metadata.resourceVersion;
-  const jn = JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: rv } });
+  const jn = JSON.stringify({ ...next, metadata: metadataInStructOrder({ ...next.metadata, resourceVersion: rv }) });
   if (jn === current.json) return true;
   // Key order does not change the length: a different length is a different object, without parsing.
   if (jn.length !== current.json.length) return false;
