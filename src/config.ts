@@ -53,6 +53,21 @@ export interface Config {
   etcd?: EtcdConfig;
   /** Server processes sharing the port (node:cluster); more than one needs etcd3 (one truth). */
   workers: number;
+  /** audit.k8s.io/v1 Policy (YAML); without it no audit events are written. */
+  auditPolicyFile?: string;
+  /** Audit log file, or "-" for standard output. */
+  auditLogPath?: string;
+  /** Rotation as kube's flags: days to keep old files (0 = forever), old files kept (0 = all), megabytes before rotating (0 = 100). */
+  auditLogMaxAge: number;
+  auditLogMaxBackup: number;
+  auditLogMaxSize: number;
+  /** Only "json" (one audit.k8s.io/v1 Event per line). */
+  auditLogFormat: 'json';
+  /** Concurrent non-long-running read-only / mutating requests before 429 (0 = no limit). */
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
+  /** apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion); without it nothing is traced. */
+  tracingConfigFile?: string;
   /** --help was given: the caller prints usage() and exits 0. Other fields are then defaults. */
   help: boolean;
 }
@@ -89,7 +104,9 @@ type OptKey =
   | 'port' | 'bindAddress' | 'certDir' | 'standalone' | 'logLevel' | 'kubeconfig'
   | 'tlsCertFile' | 'tlsKeyFile' | 'watchHistory' | 'watchQueue' | 'bookmarkIntervalSeconds'
   | 'shutdownTimeoutSeconds' | 'storageBackend' | 'etcdServers' | 'etcdPrefix' | 'etcdCaFile'
-  | 'etcdCertFile' | 'etcdKeyFile' | 'etcdCompactionInterval' | 'workers';
+  | 'etcdCertFile' | 'etcdKeyFile' | 'etcdCompactionInterval' | 'workers'
+  | 'auditPolicyFile' | 'auditLogPath' | 'auditLogMaxAge' | 'auditLogMaxBackup' | 'auditLogMaxSize' | 'auditLogFormat'
+  | 'maxRequestsInflight' | 'maxMutatingRequestsInflight' | 'tracingConfigFile';
 
 interface OptSpec {
   key: OptKey;
@@ -242,6 +259,51 @@ export const OPTIONS: readonly OptSpec[] = [
     help: 'server processes sharing the port, one per core to use (more than 1 needs --storage-backend=etcd3)',
     expected: 'expected an integer between 1 and 64', schema: intIn(1, 64),
   },
+  {
+    key: 'auditPolicyFile', flag: '--audit-policy-file', metavar: '<path>', env: 'FARM_AUDIT_POLICY_FILE', defaultText: '(none: no audit events)',
+    help: 'audit.k8s.io/v1 Policy (YAML) deciding what is audited at which level',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
+  {
+    key: 'auditLogPath', flag: '--audit-log-path', metavar: '<path>', env: 'FARM_AUDIT_LOG_PATH', defaultText: '(none)',
+    help: "audit log (audit.k8s.io/v1 Event JSON lines); '-' means standard output",
+    expected: "expected a non-empty path or '-'", schema: nonEmpty,
+  },
+  {
+    key: 'auditLogMaxAge', flag: '--audit-log-maxage', metavar: '<days>', env: 'FARM_AUDIT_LOG_MAXAGE', defaultText: '0 (keep)',
+    help: 'days to keep rotated audit logs, by the time in their names',
+    expected: 'expected an integer between 0 and 100000', schema: intIn(0, 100_000),
+  },
+  {
+    key: 'auditLogMaxBackup', flag: '--audit-log-maxbackup', metavar: '<n>', env: 'FARM_AUDIT_LOG_MAXBACKUP', defaultText: '0 (all)',
+    help: 'rotated audit logs to keep',
+    expected: 'expected an integer between 0 and 100000', schema: intIn(0, 100_000),
+  },
+  {
+    key: 'auditLogMaxSize', flag: '--audit-log-maxsize', metavar: '<MB>', env: 'FARM_AUDIT_LOG_MAXSIZE', defaultText: '0 (100 MB)',
+    help: 'megabytes an audit log grows to before it is rotated',
+    expected: 'expected an integer between 0 and 1000000', schema: intIn(0, 1_000_000),
+  },
+  {
+    key: 'auditLogFormat', flag: '--audit-log-format', metavar: '<format>', env: 'FARM_AUDIT_LOG_FORMAT', defaultText: 'json',
+    help: 'audit log format: json (kube\'s "legacy" text format is not supported)',
+    expected: 'expected json', schema: z.literal('json'),
+  },
+  {
+    key: 'maxRequestsInflight', flag: '--max-requests-inflight', metavar: '<n>', env: 'FARM_MAX_REQUESTS_INFLIGHT', defaultText: '400',
+    help: 'concurrent read-only requests (watches excepted) before 429 Too Many Requests; 0 = no limit',
+    expected: 'expected an integer between 0 and 1000000', schema: intIn(0, 1_000_000),
+  },
+  {
+    key: 'maxMutatingRequestsInflight', flag: '--max-mutating-requests-inflight', metavar: '<n>', env: 'FARM_MAX_MUTATING_REQUESTS_INFLIGHT', defaultText: '200',
+    help: 'concurrent mutating requests before 429 Too Many Requests; 0 = no limit',
+    expected: 'expected an integer between 0 and 1000000', schema: intIn(0, 1_000_000),
+  },
+  {
+    key: 'tracingConfigFile', flag: '--tracing-config-file', metavar: '<path>', env: 'FARM_TRACING_CONFIG_FILE', defaultText: '(none: no tracing)',
+    help: 'apiserver.config.k8s.io TracingConfiguration (YAML): OTLP/gRPC endpoint and samplingRatePerMillion',
+    expected: 'expected a non-empty path', schema: nonEmpty,
+  },
 ];
 
 const BY_FLAG = new Map(OPTIONS.map((o) => [o.flag, o]));
@@ -265,6 +327,15 @@ const ConfigSchema = z.object({
   shutdownTimeoutSeconds: z.number().int().min(0),
   storageBackend: z.enum(STORAGE_BACKENDS),
   workers: z.number().int().min(1).max(64),
+  auditPolicyFile: z.string().min(1).optional(),
+  auditLogPath: z.string().min(1).optional(),
+  auditLogMaxAge: z.number().int().min(0),
+  auditLogMaxBackup: z.number().int().min(0),
+  auditLogMaxSize: z.number().int().min(0),
+  auditLogFormat: z.literal('json'),
+  maxRequestsInflight: z.number().int().min(0),
+  maxMutatingRequestsInflight: z.number().int().min(0),
+  tracingConfigFile: z.string().min(1).optional(),
   etcd: z.object({
     servers: z.array(z.string()).min(1),
     prefix: z.string().min(2),
@@ -375,6 +446,12 @@ function defaultsFor(standalone: boolean, inCluster: boolean, certDir = './certs
     shutdownTimeoutSeconds: 5,
     storageBackend: 'memory',
     workers: 1,
+    auditLogMaxAge: 0,
+    auditLogMaxBackup: 0,
+    auditLogMaxSize: 0,
+    auditLogFormat: 'json',
+    maxRequestsInflight: 400,
+    maxMutatingRequestsInflight: 200,
     help: false,
   };
 }
@@ -464,6 +541,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, probes: Confi
   if (given.workers && (values.workers as number) > 1 && storageBackend !== 'etcd3') {
     throw invalid(BY_FLAG.get('--workers')!, given.workers,
       'more than one worker needs --storage-backend=etcd3 (with memory, each process would hold different llamas)');
+  }
+  // Each worker would rotate the same file on its own; standard output is shared safely.
+  if (given.workers && (values.workers as number) > 1 && given.auditLogPath && values.auditLogPath !== '-') {
+    throw invalid(BY_FLAG.get('--audit-log-path')!, given.auditLogPath, "more than one worker needs --audit-log-path=- (each process would rotate the file on its own)");
   }
   // The --etcd-* values live in `etcd`, not as top-level fields.
   const rest = Object.fromEntries(Object.entries(values).filter(([k]) => !(ETCD_KEYS as readonly string[]).includes(k)));

@@ -11,9 +11,12 @@ import { checkServingPair } from './certs/servingPair.js';
 import { ServingTls } from './certs/servingTls.js';
 import { ConfigError, loadConfig, usage, type Config } from './config.js';
 import { ping, type HealthCheck } from './server/observability/health.js';
-import { createMetrics } from './server/observability/metrics.js';
+import { createMetrics, observeStoredObjects } from './server/observability/metrics.js';
 import { buildResources } from './registry/farm/index.js';
 import { buildServer } from './server/server.js';
+import { openAuditing } from './server/audit/setup.js';
+import { startTracing } from './server/observability/tracing.js';
+import { InFlightLimiter } from './server/filters/inFlightLimiter.js';
 import { Upstream } from './upstream/client.js';
 import type { Reflector } from './upstream/reflector.js';
 import { delegation } from './server/delegation.js';
@@ -87,10 +90,19 @@ async function main(): Promise<void> {
   const cluster = !config.standalone && upstream
     ? delegation(upstream, log, (t) => tls?.setClientCAs([t.clientCAPem, t.requestHeader.caPem]))
     : undefined;
+  // A bad policy or an unwritable log stops start-up before anything is served (options/audit.go ApplyTo).
+  const audit = await step('cannot set up auditing', () => openAuditing({
+    policyFile: config.auditPolicyFile, logPath: config.auditLogPath,
+    logMaxAgeDays: config.auditLogMaxAge, logMaxBackups: config.auditLogMaxBackup, logMaxSizeMB: config.auditLogMaxSize,
+  }, log));
+  // A missing, undecodable or invalid tracing configuration stops start-up (options/tracing.go ApplyTo).
+  const tracingConfigFile = config.tracingConfigFile;
+  const tracing = tracingConfigFile ? await step(`cannot set up tracing from --tracing-config-file ${tracingConfigFile}`, () => startTracing(tracingConfigFile, log)) : undefined;
   const storage = await openStorageBackend(config.etcd, log);
   log.info(config.etcd ? { servers: config.etcd.servers, prefix: config.etcd.prefix } : {}, `storage: ${storage.name}`);
   const resources = buildResources({ watchHistory: config.watchHistory, garbageCollection: !config.standalone, upstream, log, storage });
   for (const why of resources.omitted) log.info(`not served: ${why}`);
+  observeStoredObjects(metrics, resources.definitions, resources.stores);
   const reflectors = [...resources.reflectors, ...(cluster?.reflectors ?? [])];
   // kube-apiserver's order: etcd in every endpoint, etcd-readiness in /readyz only.
   const livez: HealthCheck[] = [ping, ...storage.livez];
@@ -111,6 +123,9 @@ async function main(): Promise<void> {
     admitCreate: cluster?.admitCreate,
     version: { gitVersion: VERSION },
     metrics,
+    audit,
+    inFlight: new InFlightLimiter({ readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight }),
+    tracing,
   });
   const { app } = server;
   tls = new ServingTls(app.server as unknown as TlsServer, { cert, key });
@@ -162,6 +177,8 @@ async function main(): Promise<void> {
     force.unref();
     server.endWatches();
     await app.close();
+    audit?.sink.close();
+    await tracing?.shutdown();
     await storage.stop();
     process.exit(0);
   };

@@ -14,9 +14,15 @@ import type { WatchSettings } from '../endpoints/handlers/watch.js';
 import { YamlCodec } from '../apimachinery/yamlCodec.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
 import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
+import { instrumentKubeRequests } from './observability/kubeRequests.js';
 import { createServingServer, DEFAULT_HTTP_LIMITS, type HttpLimits, type ServingServer } from './serving.js';
 import type { Watcher } from '../storage/interfaces.js';
+import { auditedAuthChain, auditIdChildLogger, installAudit } from './audit/install.js';
+import type { Auditing } from './audit/setup.js';
+import { InFlightLimiter } from './filters/inFlightLimiter.js';
+import { installMaxInFlight } from './filters/maxInFlight.js';
 import type { Server } from 'node:http';
+import type { Tracing } from './observability/tracing.js';
 
 export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './serving.js';
 
@@ -32,14 +38,20 @@ export interface ServerOptions {
   watch: { queueCapacity: number; bookmarkIntervalMs: number };
   admitCreate?: RestOptions['admitCreate'];
   version: { gitVersion: string };
-  /** Serves GET /metrics from `registry` and counts every request in `httpRequests`. */
-  metrics?: Pick<FarmMetrics, 'registry' | 'httpRequests'>;
+  /** Serves GET /metrics from `registry` and counts every request in `httpRequests` and kube's apiserver_* families. */
+  metrics?: Pick<FarmMetrics, 'registry' | 'httpRequests' | 'kube'>;
   http?: Partial<HttpLimits>;
+  /** Audit policy and log (--audit-policy-file, --audit-log-path); the Audit-Id header is always served. */
+  audit?: Auditing;
+  /** --max-requests-inflight / --max-mutating-requests-inflight; kube's 400/200 when not given. */
+  inFlight?: InFlightLimiter;
+  /** --tracing-config-file: every request runs inside its server span; absent, requests are not touched. */
+  tracing?: Tracing;
 }
 
 export type { AuthChain } from './auth/plugin.js';
 
-export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endWatches(): void }
+export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endWatches(): void; inFlight: InFlightLimiter }
 
 export function buildServer(opts: ServerOptions): FarmServer {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
@@ -51,10 +63,12 @@ export function buildServer(opts: ServerOptions): FarmServer {
     frameworkErrors: (err, _req, reply) => sendError(reply, errors.badRequest(err.message)),
     // Per-request lines cost ~28% of GET throughput; like kube-apiserver's -v=3, only when debugging.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(opts.logger.level) }),
+    // Every request's log lines carry its Audit-ID (audit_init.go), beside fastify's reqId.
+    childLoggerFactory: auditIdChildLogger,
     // HTTP/2 and HTTP/1.1 on one port. Fastify's own http2 mode would add a session timeout that
     // cuts quiet watches; requests of either protocol share the surface fastify uses.
     serverFactory: (handler) => {
-      serving = createServingServer(opts.tls, limits, handler);
+      serving = createServingServer(opts.tls, limits, opts.tracing ? opts.tracing.wrap(handler) : handler);
       return serving.server as unknown as Server;
     },
     bodyLimit: MAX_BODY_BYTES,
@@ -77,8 +91,13 @@ export function buildServer(opts: ServerOptions): FarmServer {
   const yaml = new YamlCodec({ maxJsonBytes: 2 * MAX_BODY_BYTES, timeoutMs: 10_000 });
   app.addHook('onClose', async () => { yamlIn.close(); yaml.close(); });
   installBodyParsers(app, { yaml: yamlIn, timeoutMs: limits.bodyTimeoutMs });
+  // First of the onRequest hooks: the Audit-Id header and the request's audit (WithAuditInit is outermost).
+  installAudit(app, opts.audit);
   // Before the authn/authz hook: a hook that answers (401/403) skips the hooks after it.
   if (opts.metrics) instrumentRequests(app, opts.metrics.httpRequests, opts.resources);
+  const kubeMetrics = opts.metrics?.kube;
+  const watchObserver = kubeMetrics && instrumentKubeRequests(app, kubeMetrics, opts.resources);
+  if (kubeMetrics) app.addHook('onClose', async () => kubeMetrics.stop());
 
   // Requests arriving while closing get our 503 before any other work.
   app.addHook('onRequest', async (_req, reply) => {
@@ -86,10 +105,14 @@ export function buildServer(opts: ServerOptions): FarmServer {
     closeConnectionAfter(reply);
     return sendError(reply, errors.serviceUnavailable('the server is shutting down'));
   });
-  app.register(authentication, { auth: opts.auth, resources });
+  app.register(authentication, { auth: opts.audit ? auditedAuthChain(opts.auth) : opts.auth, resources });
+  // After authentication (req.user, req.info), before any handler work, as WithMaxInFlightLimit.
+  const inFlight = opts.inFlight ?? new InFlightLimiter({ readOnly: 400, mutating: 200 });
+  installMaxInFlight(app, inFlight);
+  kubeMetrics?.inflight.feed(() => inFlight.takeWatermarks());
 
   const watchers = new Set<Watcher>();
-  const watch: WatchSettings = { ...opts.watch, registry: watchers };
+  const watch: WatchSettings = { ...opts.watch, registry: watchers, observer: watchObserver };
   registerHealthRoutes(app, opts.health);
   if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
   registerDiscoveryRoutes(app, opts.resources, { standalone: opts.standalone, version: opts.version });
@@ -101,5 +124,5 @@ export function buildServer(opts: ServerOptions): FarmServer {
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
   app.addHook('preClose', async () => { endWatches(); serving?.closeSessions(); });
-  return { app, watchers, endWatches };
+  return { app, watchers, endWatches, inFlight };
 }

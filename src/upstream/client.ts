@@ -5,6 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { LineReader } from '../apimachinery/ndjson.js';
+import { outgoingCall } from '../apimachinery/tracing.js';
 
 export interface UpstreamResponse<T> { status: number; body: T; text: string }
 
@@ -54,10 +55,12 @@ export class Upstream {
   async request<T>(purpose: string, method: string, path: string, body?: unknown, timeoutMs = 10_000): Promise<UpstreamResponse<T>> {
     this.count(purpose);
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const opts = await this.options(method, payload ? { 'content-type': 'application/json' } : {});
     const url = `${this.server}${path}`;
+    // Within a traced request (TokenReview, SubjectAccessReview): a client span, and kube-apiserver joins the trace.
+    const call = outgoingCall(method, new URL(url));
+    const opts = await this.options(method, { ...(payload ? { 'content-type': 'application/json' } : {}), ...call?.headers });
     const send = url.startsWith('https:') ? httpsRequest : httpRequest;
-    return new Promise((resolve, reject) => {
+    const response = new Promise<UpstreamResponse<T>>((resolve, reject) => {
       const req = send(url, { ...opts, timeout: timeoutMs }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -73,6 +76,8 @@ export class Upstream {
       req.on('error', reject);
       req.end(payload);
     });
+    if (!call) return response;
+    return response.then((r) => { call.done(r.status); return r; }, (e: Error) => { call.done(undefined, e); throw e; });
   }
 
   /** A watch: newline-delimited events until the server ends the stream, an error, or abort. */

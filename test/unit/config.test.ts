@@ -47,6 +47,12 @@ describe('loadConfig defaults', () => {
       shutdownTimeoutSeconds: 5,
       storageBackend: 'memory',
       workers: 1,
+      auditLogMaxAge: 0,
+      auditLogMaxBackup: 0,
+      auditLogMaxSize: 0,
+      auditLogFormat: 'json',
+      maxRequestsInflight: 400,
+      maxMutatingRequestsInflight: 200,
       help: false,
     });
     assert.equal(MAX_BODY_BYTES, 3 * 1024 * 1024);

@@ -2,13 +2,14 @@
 import type { FastifyReply } from 'fastify';
 import { writeChunks } from '../bodyBuilder.js';
 import { one, parseListOptions } from '../listOptions.js';
-import { negotiate } from '../negotiation.js';
+import { negotiate, type Output } from '../negotiation.js';
 import { clientGone } from '../protocol.js';
 import { renderListBody } from '../render.js';
 import { parseIncludeObject } from '../table.js';
 import type { ListMeta } from '../../apimachinery/types.js';
 import type { ListResult } from '../../storage/interfaces.js';
-import type { Req, RequestScope } from './scope.js';
+import { serializeAttributes, type Req, type RequestScope } from './scope.js';
+import { inSpan } from '../../apimachinery/tracing.js';
 import { serveWatch } from './watch.js';
 
 export async function getResource(scope: RequestScope, req: Req, reply: FastifyReply) {
@@ -34,15 +35,20 @@ export async function listResource(scope: RequestScope, req: Req, reply: Fastify
   // first, so that resets already on the wire are read before the work starts.
   await new Promise<void>((r) => setImmediate(r));
   if (clientGone(req.raw)) { reply.hijack(); return reply; }
+  await inSpan('SerializeObject', () => serializeAttributes(req, reply, out, 'list'), () => sendList(scope, req, reply, list, out));
+  return reply;
+}
+
+/** Returns once the body is handed over (not the reply: a thenable that waits for the client). */
+async function sendList(scope: RequestScope, req: Req, reply: FastifyReply, list: ListResult, out: Output): Promise<void> {
   // Bytes, not a string: Node would otherwise measure, flatten and encode the whole body again on send.
   const r = renderListBody(scope.def, list.items, listMetaOf(list), out, parseIncludeObject(one(req.query, 'includeObject')));
-  if (r.yaml) return reply.code(200).type(r.contentType).send(await scope.body(r));
-  if (Buffer.isBuffer(r.body)) return reply.code(200).type(r.contentType).send(r.body);
+  if (r.yaml) { reply.code(200).type(r.contentType).send(await scope.body(r)); return; }
+  if (Buffer.isBuffer(r.body)) { reply.code(200).type(r.contentType).send(r.body); return; }
   // A large list: written a chunk at a time, as fast as the client takes them (bodyBuilder.ts).
   reply.hijack();
   reply.raw.writeHead(200, { 'Content-Type': r.contentType });
   await writeChunks(reply.raw, r.body);
-  return reply;
 }
 
 export function listMetaOf(list: Pick<ListResult, 'resourceVersion' | 'resourceVersionText' | 'continue' | 'remainingItemCount'>): ListMeta {

@@ -10,11 +10,13 @@ import { apiVersionOf, groupResource, type ResourceDefinition } from '../../regi
 import type { RequestContext, RestStorage } from '../../registry/rest.js';
 import type { Query } from '../listOptions.js';
 import { one } from '../listOptions.js';
-import { negotiate, type Target } from '../negotiation.js';
+import { negotiate, type Output, type Target } from '../negotiation.js';
 import { renderObject, type Renderable, type Rendered } from '../render.js';
 import { parseIncludeObject } from '../table.js';
 import { Warnings } from '../warnings.js';
 import type { WatchSettings } from './watch.js';
+import { inSpan } from '../../apimachinery/tracing.js';
+import type { Attributes } from '@opentelemetry/api';
 
 export interface RestOptions {
   watch: WatchSettings;
@@ -22,6 +24,17 @@ export interface RestOptions {
   yaml: YamlCodec;
   /** Admission before a create (e.g. namespace lifecycle); throws ApiError to refuse. */
   admitCreate?: (gr: GroupResource, namespace: string | undefined, name: string) => Promise<void>;
+}
+
+/** The attributes of kube's SerializeObject span (responsewriters/writers.go); the encoder is named by its format. */
+export function serializeAttributes(req: FastifyRequest, reply: FastifyReply, out: Output, target: Target): Attributes {
+  const as = out.format === 'table' ? 'Table' : out.format === 'metadata' ? (target === 'list' ? 'PartialObjectMetadataList' : 'PartialObjectMetadata') : '';
+  const mediaType = as && 'version' in out ? `application/json;as=${as};v=${out.version};g=meta.k8s.io` : out.format === 'yaml' ? 'application/yaml' : 'application/json';
+  const auditId = reply.getHeader('audit-id');
+  return {
+    'audit-id': typeof auditId === 'string' ? auditId : '', method: req.method, url: req.url.split('?')[0],
+    protocol: `HTTP/${req.raw.httpVersion}`, mediaType, encoder: out.format,
+  };
 }
 
 export type Req = FastifyRequest<{ Params: { namespace?: string; name?: string }; Querystring: Query }>;
@@ -66,15 +79,19 @@ export class RequestScope {
     const out = negotiate(req.headers.accept, target);
     const includeObject = parseIncludeObject(one(req.query, 'includeObject'));
     return async (reply, code, item, warningTexts) => {
-      const r = renderObject(this.def, item, out, includeObject);
-      const body = r.yaml ? await this.body(r) : r.body;
-      if (!warningTexts?.length) return reply.code(code).type(r.contentType).send(body);
-      const warnings = new Warnings();
-      warnings.addAll(warningTexts);
-      // Node writes the header block in the body's encoding when the body is a string; a Buffer body
-      // makes it Latin-1, which keeps the warnings' UTF-8 bytes as they are (see warnings.ts).
-      reply.header('Warning', warnings.headers());
-      return reply.code(code).type(r.contentType).send(Buffer.from(body));
+      // Not the reply inside the span: it is a thenable that settles once the client has the response.
+      await inSpan('SerializeObject', () => serializeAttributes(req, reply, out, target), async () => {
+        const r = renderObject(this.def, item, out, includeObject);
+        const body = r.yaml ? await this.body(r) : r.body;
+        if (!warningTexts?.length) { reply.code(code).type(r.contentType).send(body); return; }
+        const warnings = new Warnings();
+        warnings.addAll(warningTexts);
+        // Node writes the header block in the body's encoding when the body is a string; a Buffer body
+        // makes it Latin-1, which keeps the warnings' UTF-8 bytes as they are (see warnings.ts).
+        reply.header('Warning', warnings.headers());
+        reply.code(code).type(r.contentType).send(Buffer.from(body));
+      });
+      return reply;
     };
   }
 

@@ -19,6 +19,19 @@ export interface WatchSettings {
   bookmarkIntervalMs: number;
   /** Open watch streams, so shutdown can end them cleanly. */
   registry: Set<Watcher>;
+  /** Told of each watch stream and its events (the server layer's metrics). */
+  observer?: WatchObserver;
+}
+
+/** Sees watch streams from the layer above (no import runs up): kube's longrunning and watch-event metrics. */
+export interface WatchObserver {
+  /** A stream starts (its 200 head is written); `req` is the raw request. */
+  opened(req: object, kind: { group: string; version: string; kind: string }): WatchStreamObserver;
+}
+export interface WatchStreamObserver {
+  /** One event is encoded; `objectBytes` is the size of its embedded object, as upstream measures it. */
+  event(objectBytes: number): void;
+  closed(): void;
 }
 
 interface WatchRequest {
@@ -61,13 +74,17 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
   // HTTP/2 frames the stream itself (a Transfer-Encoding header is forbidden there).
   res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...(isHttp2(req.raw) ? {} : { 'Transfer-Encoding': 'chunked' }) });
   res.flushHeaders();
+  const observed = settings.observer?.opened(req.raw, { group: scope.def.group, version: scope.def.version, kind: scope.def.kind });
   if (tooOld || !watcher) {
-    res.end(line('ERROR', JSON.stringify(tooOld!.toStatus())));
+    const status = JSON.stringify(tooOld!.toStatus());
+    observed?.event(Buffer.byteLength(status));
+    observed?.closed();
+    res.end(line('ERROR', status));
     return reply;
   }
   const open = watcher;
   settings.registry.add(open);
-  const encode = encoder(w);
+  const encode = encoder(w, observed);
   // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
   // A negative timeout is a context already expired upstream: the watch ends at once.
   const t = listOpts.timeoutSeconds;
@@ -100,6 +117,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     if (bookmarks) clearInterval(bookmarks);
     settings.registry.delete(open);
     open.close();
+    observed?.closed();
     if (!res.destroyed) res.end();
   }
   return reply;
@@ -108,8 +126,12 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
 const line = (type: string, object: string) => `{"type":"${type}","object":${object}}\n`;
 
 /** Encodes items in the negotiated format; Table events carry column definitions only once. */
-function encoder(w: WatchRequest): (item: WatchItem) => string {
+function encoder(w: WatchRequest, observed: WatchStreamObserver | undefined): (item: WatchItem) => string {
   const { def, out } = w;
+  const event = (type: string, object: string) => {
+    observed?.event(Buffer.byteLength(object));
+    return line(type, object);
+  };
   let columnsSent = false;
   // k8s.io/apiserver 1.33 (watchListTransformer): the initial-events-end bookmark of a watch-list carries
   // an empty list of the requested type, JSON-encoded and base64'd, for clients to build their list from.
@@ -127,16 +149,16 @@ function encoder(w: WatchRequest): (item: WatchItem) => string {
     }
   };
   return (item) => {
-    if (!('entry' in item)) return line('BOOKMARK', bookmarkObject(item.rv, item.type === 'INITIAL_END'));
+    if (!('entry' in item)) return event('BOOKMARK', bookmarkObject(item.rv, item.type === 'INITIAL_END'));
     const { entry } = item;
     switch (out.format) {
-      case 'metadata': return line(item.type, partialObjectMetadata(entry.object, out.version));
+      case 'metadata': return event(item.type, partialObjectMetadata(entry.object, out.version));
       case 'table': {
         const t = table(def, [entry], { resourceVersion: entry.object.metadata.resourceVersion ?? String(entry.rv) }, { version: out.version, includeObject: w.includeObject, withColumns: !columnsSent });
         columnsSent = true;
-        return line(item.type, t);
+        return event(item.type, t);
       }
-      default: return line(item.type, entry.json);
+      default: return event(item.type, entry.json);
     }
   };
 }

@@ -11,12 +11,16 @@ import { objectKey } from '../../storage/objects.js';
 import { fieldValue, groupResource, selectableFields, type ResourceDescriptor } from '../resource.js';
 import type { Readable, RequestContext } from '../rest.js';
 import { interpreted, interpretStorageError } from './storageErrors.js';
+import { inSpan } from '../../apimachinery/tracing.js';
 
 export class ReadOnlyStore implements Readable {
   protected readonly gr: GroupResource;
+  /** "llamas.farm.example.com", as kube's storage spans name the resource. */
+  protected readonly resourceName: string;
 
   constructor(protected readonly def: ResourceDescriptor, protected readonly reader: Reader) {
     this.gr = groupResource(def);
+    this.resourceName = this.gr.group ? `${this.gr.resource}.${this.gr.group}` : this.gr.resource;
   }
 
   unavailable(): string | undefined { return this.reader.unavailable(); }
@@ -34,7 +38,9 @@ export class ReadOnlyStore implements Readable {
   async get(ctx: RequestContext, name: string, resourceVersion: string): Promise<Entry> {
     let entry: Entry | undefined;
     try {
-      entry = await this.reader.get(this.keyFor(ctx, name), resourceVersion);
+      const key = this.keyFor(ctx, name);
+      entry = await inSpan('storage.Get', () => ({ key, resource: this.resourceName, 'resource-version': resourceVersion }),
+        () => this.reader.get(key, resourceVersion));
     } catch (e) {
       interpretStorageError(e, this.gr, name);
     }
@@ -44,10 +50,14 @@ export class ReadOnlyStore implements Readable {
 
   async list(ctx: RequestContext, opts: ListOptions): Promise<ListResult> {
     const predicate = this.predicate(ctx, opts);
-    return interpreted(this.gr, '', () => this.reader.list({
-      prefix: this.prefixFor(ctx), resourceVersion: opts.resourceVersion, resourceVersionMatch: opts.resourceVersionMatch,
+    const prefix = this.prefixFor(ctx);
+    return inSpan('storage.GetList', () => ({
+      key: prefix, resource: this.resourceName, resourceVersion: opts.resourceVersion,
+      resourceVersionMatch: opts.resourceVersionMatch, limit: opts.limit, continue: opts.continue,
+    }), () => interpreted(this.gr, '', () => this.reader.list({
+      prefix, resourceVersion: opts.resourceVersion, resourceVersionMatch: opts.resourceVersionMatch,
       continue: opts.continue, limit: opts.limit, predicate,
-    }));
+    })));
   }
 
   /** From the RV on (an RV ahead of this server waits for it first), or the current state then changes. */

@@ -31,7 +31,7 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
 
   constructor(def: ResourceDescriptor, storage: Storage, strategy: Strategy) {
     super(def, storage);
-    this.storage = new DryRunnableStorage(storage);
+    this.storage = new DryRunnableStorage(storage, this.resourceName);
     this.rules = new ObjectRules(def, strategy);
     this.fieldManager = fieldManagerFor(def, strategy.subresource ?? '', strategy.now);
   }

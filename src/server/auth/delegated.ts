@@ -9,6 +9,8 @@ import type { RequestInfo } from '../../endpoints/requestInfo.js';
 import { parseFieldSelector } from '../../apimachinery/fields.js';
 import { parseLabelSelector, type LabelOperator } from '../../apimachinery/labels.js';
 import { errors } from '../../apimachinery/status.js';
+import { inSpan } from '../../apimachinery/tracing.js';
+import type { Attributes } from '@opentelemetry/api';
 import type { Upstream } from '../../upstream/client.js';
 import { Reflector, type RawObject } from '../../upstream/reflector.js';
 import type { Authenticator, Authorizer, Decision, UserInfo } from './types.js';
@@ -151,8 +153,8 @@ export function tokenReviewAuthenticator(upstream: Upstream, ttlMs = 10_000): Au
       let user = cache.get(key);
       if (user === undefined) {
         // An unreachable kube-apiserver fails authentication (401), as upstream's webhook authenticator does.
-        const res = await upstream.request<{ status?: TokenReviewStatus }>('tokenreview', 'POST', '/apis/authentication.k8s.io/v1/tokenreviews',
-          { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } })
+        const res = await inSpan('TokenReview', () => ({}), () => upstream.request<{ status?: TokenReviewStatus }>('tokenreview', 'POST', '/apis/authentication.k8s.io/v1/tokenreviews',
+          { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } }))
           .catch((e: Error) => { req.log.warn({ err: e.message }, 'TokenReview failed'); throw errors.unauthorized(); });
         const s = res.body?.status;
         if (res.status !== 201 && res.status !== 200) {
@@ -182,9 +184,9 @@ export function subjectAccessReviewAuthorizer(upstream: Upstream, ttlMs = 10_000
     const key = JSON.stringify(spec);
     const hit = cache.get(key);
     if (hit) return hit;
-    const res = await upstream.request<{ status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } }>(
+    const res = await inSpan('SubjectAccessReview', () => reviewAttributes(attrs), () => upstream.request<{ status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } }>(
       'subjectaccessreview', 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-      { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
+      { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec }));
     if (res.status !== 201 && res.status !== 200) throw errors.internal(`SubjectAccessReview failed: HTTP ${res.status}`);
     const decision: Decision = { allowed: res.body?.status?.allowed === true, reason: res.body?.status?.reason || undefined };
     cache.set(key, decision);
@@ -202,6 +204,15 @@ export function subjectAccessReviewAuthorizer(upstream: Upstream, ttlMs = 10_000
       return review(user, attrs);
     },
   };
+}
+
+/** What a review asks, for its span (the user is on the request already; never a credential). */
+function reviewAttributes(attrs: Record<string, unknown>): Attributes {
+  const out: Attributes = {};
+  for (const k of ['verb', 'group', 'resource', 'subresource', 'namespace', 'name', 'path'] as const) {
+    if (typeof attrs[k] === 'string') out[k] = attrs[k];
+  }
+  return out;
 }
 
 type SelectorRequirement = { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] };

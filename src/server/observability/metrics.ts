@@ -1,8 +1,13 @@
-// Prometheus metrics: calls to kube-apiserver by purpose, served requests by verb/resource/code, and
-// prom-client's default process/Node metrics, exposed at GET /metrics (a non-resource path: in
-// cluster mode it is authorized by SubjectAccessReview like any other, as upstream servers do).
+// Prometheus metrics: calls to kube-apiserver by purpose, served requests by verb/resource/code,
+// kube-apiserver's apiserver_* families (kubeMetrics.ts) and prom-client's default process/Node
+// metrics, exposed at GET /metrics (a non-resource path: in cluster mode it is authorized by
+// SubjectAccessReview like any other, as upstream servers do).
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import type { ResourceDefinition } from '../../registry/resource.js';
+import type { ResourceStorage } from '../../storage/backend.js';
+import { goFloat } from './kubeLabels.js';
+import { createKubeMetrics, type KubeMetrics } from './kubeMetrics.js';
 
 /** The text exposition format kube-apiserver and Prometheus speak. */
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
@@ -13,6 +18,8 @@ export interface FarmMetrics {
   upstreamRequests: Counter<'purpose'>;
   /** Every request this server answered, by RequestInfo verb and resource and HTTP status code. */
   httpRequests: Counter<'verb' | 'resource' | 'code'>;
+  /** kube-apiserver's families (apiserver_request_total ...), fed by kubeRequests.ts. */
+  kube: KubeMetrics;
 }
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): FarmMetrics {
@@ -30,14 +37,32 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): FarmMetr
     registers: [registry],
   });
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
-  return { registry, upstreamRequests, httpRequests };
+  return { registry, upstreamRequests, httpRequests, kube: createKubeMetrics(registry) };
+}
+
+/**
+ * apiserver_storage_objects for each stored resource ("llamas.farm.example.com", as
+ * DefaultQualifiedResource prints): the objects its cache holds, -1 while it cannot serve (upstream's
+ * value when counting fails).
+ */
+export function observeStoredObjects(metrics: Pick<FarmMetrics, 'kube'>, defs: readonly ResourceDefinition[], stores: ReadonlyMap<string, ResourceStorage>): void {
+  for (const def of defs) {
+    const store = stores.get(def.plural);
+    if (!store) continue;
+    metrics.kube.storedObjects.add(def.group ? `${def.plural}.${def.group}` : def.plural, () => (store.unavailable() === undefined ? store.view.size : -1));
+  }
 }
 
 export function registerMetricsRoute(app: FastifyInstance, registry: Registry): void {
   app.get('/metrics', async (_req, reply) => {
-    const body = await registry.metrics();
+    const body = goBucketBounds(await registry.metrics());
     return reply.type(METRICS_CONTENT_TYPE).header('X-Content-Type-Options', 'nosniff').send(body);
   });
+}
+
+/** client_golang writes `le` as Go formats floats (1e+06); so do we for the apiserver_* families. */
+function goBucketBounds(text: string): string {
+  return text.replace(/^(apiserver_\w+_bucket\{.*le=")([^"]+)(")/gm, (_m, head: string, le: string, tail: string) => `${head}${le === '+Inf' ? le : goFloat(Number(le))}${tail}`);
 }
 
 const knownVerbs = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection', 'post', 'put', 'head', 'options']);
