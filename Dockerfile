@@ -1,12 +1,13 @@
 # farm-apiserver image: build with dev dependencies, run with production ones as a non-root user.
-FROM node:20-bookworm-slim AS build
+# Node 24, the LTS line CI tests besides the machine's Node 20 (.ci/run, scripts/node-lts.sh).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --no-audit --no-fund
 COPY src ./src
 RUN npx tsc -p tsconfig.json && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=build /app/package.json ./
