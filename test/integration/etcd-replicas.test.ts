@@ -296,12 +296,16 @@ describe('--workers 2 on etcd3: two processes share one port', () => {
   it('connections are spread over both workers, and each reads what the other wrote', async () => {
     const mark = readFileSync(server.log, 'utf8').length;
     const made = await ok<Llama>(server.request('POST', base, llama('shared-port')));
-    // Fresh connections each (the primary hands connections out round-robin).
-    const reads = await Promise.all(Array.from({ length: 20 }, () => server.request('GET', `${base}/shared-port`, undefined, { fresh: true })));
-    for (const r of reads) {
-      assert.equal(r.status, 200, r.body);
-      assert.equal(r.json<Llama>().metadata.resourceVersion, made.metadata.resourceVersion);
-    }
+    // Fresh connections each (the primary hands connections out round-robin to the workers listening; on a
+    // loaded machine one worker can still be starting, so the reads repeat for up to 30 s).
+    const deadline = Date.now() + 30_000;
+    do {
+      const reads = await Promise.all(Array.from({ length: 20 }, () => server.request('GET', `${base}/shared-port`, undefined, { fresh: true })));
+      for (const r of reads) {
+        assert.equal(r.status, 200, r.body);
+        assert.equal(r.json<Llama>().metadata.resourceVersion, made.metadata.resourceVersion);
+      }
+    } while (servingPids(mark).size < 2 && Date.now() < deadline && (await new Promise((r) => setTimeout(r, 500)), true));
     assert.equal(servingPids(mark).size, 2, 'both workers served requests');
   });
 
