@@ -2,7 +2,7 @@
 // @opentelemetry/api alone, as component-base's tracing.Start: a span is made only when the request
 // already has a recording one. With tracing off no SDK is registered, the active span is always
 // undefined and each helper costs one context look-up.
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { context, createContextKey, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 
 const SCOPE = 'farm-apiserver';
 
@@ -19,6 +19,25 @@ function recordingParent(): Span | undefined {
   return span?.isRecording() ? span : undefined;
 }
 
+/** Work timed before the request's span exists (authentication decides its parent), replayed under it. */
+export interface EarlySpan { name: string; attributes: Attributes; start: number; end: number; error?: unknown }
+
+const EARLY = createContextKey('farm-apiserver early spans');
+
+/** A context in which inSpan only times its work into `into`, for replaySpans once the parent exists. */
+export const collectingEarlySpans = (parent: Context, into: EarlySpan[]): Context => parent.setValue(EARLY, into);
+
+/** The early spans as children of `parent` (recorded by the caller), with the times they were taken at. */
+export function replaySpans(parent: Span, spans: EarlySpan[]): void {
+  const ctx = trace.setSpan(context.active(), parent);
+  const tracer = trace.getTracer(SCOPE);
+  for (const s of spans) {
+    const span = tracer.startSpan(s.name, { attributes: s.attributes, startTime: s.start }, ctx);
+    if (s.error !== undefined) span.recordException(s.error instanceof Error ? s.error : String(s.error));
+    span.end(s.end);
+  }
+}
+
 /**
  * Runs `fn` inside a child span named `name` (attributes made only when it is recorded). A thrown
  * error is recorded as an exception event and rethrown; the span's status is left to the caller's
@@ -26,7 +45,22 @@ function recordingParent(): Span | undefined {
  */
 export function inSpan<T>(name: string, attributes: () => Attributes, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
   // Not async itself: an untraced call adds no promise of its own.
-  return recordingParent() ? traced(name, attributes(), fn) : fn(undefined);
+  if (recordingParent()) return traced(name, attributes(), fn);
+  const early = context.active().getValue(EARLY) as EarlySpan[] | undefined;
+  return early ? timed(early, name, attributes(), fn) : fn(undefined);
+}
+
+async function timed<T>(into: EarlySpan[], name: string, attributes: Attributes, fn: (span: undefined) => Promise<T>): Promise<T> {
+  const span: EarlySpan = { name, attributes, start: spanClock(), end: 0 };
+  try {
+    return await fn(undefined);
+  } catch (e) {
+    span.error = e;
+    throw e;
+  } finally {
+    span.end = spanClock();
+    into.push(span);
+  }
 }
 
 async function traced<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {

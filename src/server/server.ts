@@ -20,8 +20,8 @@ import type { Watcher } from '../storage/interfaces.js';
 import { auditedAuthChain, auditIdChildLogger, installAudit } from './audit/install.js';
 import type { Auditing } from './audit/setup.js';
 import { InFlightLimiter } from './filters/inFlightLimiter.js';
-import { installMaxInFlight } from './filters/maxInFlight.js';
-import type { Server } from 'node:http';
+import { maxInFlightAdmission } from './filters/maxInFlight.js';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Tracing } from './observability/tracing.js';
 
 export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './serving.js';
@@ -56,6 +56,7 @@ export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endW
 export function buildServer(opts: ServerOptions): FarmServer {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
   let serving: ServingServer | undefined;
+  const tracing = opts.tracing;
   const app = Fastify({
     loggerInstance: opts.logger,
     routerOptions: { maxParamLength: 1024 },
@@ -68,7 +69,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
     // HTTP/2 and HTTP/1.1 on one port. Fastify's own http2 mode would add a session timeout that
     // cuts quiet watches; requests of either protocol share the surface fastify uses.
     serverFactory: (handler) => {
-      serving = createServingServer(opts.tls, limits, opts.tracing ? opts.tracing.wrap(handler) : handler);
+      serving = createServingServer(opts.tls, limits, tracing ? tracing.wrap(handler) : handler);
       return serving.server as unknown as Server;
     },
     bodyLimit: MAX_BODY_BYTES,
@@ -105,10 +106,14 @@ export function buildServer(opts: ServerOptions): FarmServer {
     closeConnectionAfter(reply);
     return sendError(reply, errors.serviceUnavailable('the server is shutting down'));
   });
-  app.register(authentication, { auth: opts.audit ? auditedAuthChain(opts.auth) : opts.auth, resources });
-  // After authentication (req.user, req.info), before any handler work, as WithMaxInFlightLimit.
   const inFlight = opts.inFlight ?? new InFlightLimiter({ readOnly: 400, mutating: 200 });
-  installMaxInFlight(app, inFlight);
+  app.register(authentication, {
+    auth: opts.audit ? auditedAuthChain(opts.auth) : opts.auth,
+    resources,
+    // WithTracing sits right after WithAuthentication: the caller's groups decide the span's parent.
+    afterAuthentication: tracing && ((req, reply, next) => tracing.enter(req.raw as IncomingMessage, reply.raw as ServerResponse, req.info, req.user.groups, next)),
+    admit: maxInFlightAdmission(inFlight),
+  });
   kubeMetrics?.inflight.feed(() => inFlight.takeWatermarks());
 
   const watchers = new Set<Watcher>();

@@ -51,6 +51,8 @@ export interface ControlPlaneOptions {
   log?: (line: string) => void;
   /** readiness timeout per component, ms (default 90 s) */
   readyTimeoutMs?: number;
+  /** More kube-apiserver flags (e.g. --tracing-config-file). */
+  apiserverArgs?: string[];
 }
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -376,6 +378,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     '--requestheader-extra-headers-prefix=X-Remote-Extra-',
     `--proxy-client-cert-file=${f.frontProxyClient.cert}`, `--proxy-client-key-file=${f.frontProxyClient.key}`,
     '--v=1',
+    ...(opts.apiserverArgs ?? []),
   ]);
 
   const kcmKubeconfig = join(dir, 'kube-controller-manager.kubeconfig');

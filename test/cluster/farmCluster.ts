@@ -50,6 +50,8 @@ export interface FarmClusterOptions {
   withControllerManager?: boolean;
   log?: (l: string) => void;
   farmArgs?: string[];
+  /** More kube-apiserver flags. */
+  apiserverArgs?: string[];
   /** Where our servers keep llamas (default memory). */
   storage?: 'memory' | 'etcd3';
   /** How many of our servers (default 1; more than one needs etcd3, one truth). */
@@ -72,7 +74,7 @@ export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCl
   if (problem) throw new Error(problem);
   const home = join(dir, 'home');
   mkdirSync(home, { recursive: true });
-  const cp = await startControlPlane({ dir: join(dir, 'cp'), withControllerManager: opts.withControllerManager, log });
+  const cp = await startControlPlane({ dir: join(dir, 'cp'), withControllerManager: opts.withControllerManager, log, apiserverArgs: opts.apiserverArgs });
 
   const kubectl: FarmCluster['kubectl'] = (args, o = {}) => new Promise((res) => {
     const child = execFile('kubectl', ['--kubeconfig', o.kubeconfig ?? cp.adminKubeconfig, ...args], {

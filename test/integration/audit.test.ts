@@ -250,6 +250,13 @@ describe('Audit-ID in the server log', () => {
       const mine = lines.map((l) => JSON.parse(l) as { auditID?: string; reqId?: string; msg?: string }).filter((l) => l.auditID === 'log-audit-7');
       assert.deepEqual(mine.map((l) => l.msg), ['incoming request', 'authenticated', 'request completed']);
       assert.ok(mine.every((l) => l.reqId === mine[0]!.reqId));
+      // A caller's long Audit-ID: echoed and audited whole, but each log line carries its first 64 characters.
+      const long = `${'a'.repeat(64)}${'z'.repeat(8_000)}`;
+      const echoed = await s.request('GET', `${NS}/missing`, { headers: { 'Audit-ID': long } });
+      assert.equal(echoed.headers['audit-id'], long);
+      const logged = lines.map((l) => JSON.parse(l) as { auditID?: string }).filter((l) => l.auditID?.startsWith('a'.repeat(64)));
+      assert.equal(logged.length, 3);
+      assert.ok(logged.every((l) => l.auditID === 'a'.repeat(64)), 'GetAuditIDTruncated');
     } finally {
       await s.close();
     }

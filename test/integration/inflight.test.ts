@@ -10,8 +10,7 @@ import { request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyRequest } from 'fastify';
 import { errors } from '../../src/apimachinery/status.js';
-import { allowAll } from '../../src/server/auth/standalone.js';
-import type { Authenticator, UserInfo } from '../../src/server/auth/types.js';
+import type { Authenticator, Authorizer, UserInfo } from '../../src/server/auth/types.js';
 import { InFlightLimiter } from '../../src/server/filters/inFlightLimiter.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';
 
@@ -82,9 +81,12 @@ describe('in-flight limits', () => {
   const held: Held[] = [];
   const limiter = new InFlightLimiter({ readOnly: 2, mutating: 1 });
   const users = new Map<string, UserInfo>([[LOADER, loader]]);
+  /** What was authorized: the limit sits before authorization (config.go), so a refused request costs no review. */
+  const authorized: string[] = [];
+  const authorizer: Authorizer = { authorize: async (user, info) => { authorized.push(`${user.username} ${info.verb} ${info.path}`); return { allowed: true }; } };
 
   before(async () => {
-    s = await startTestServer({ inFlight: limiter, auth: { authenticators: [tokenUsers(users)], authorizer: allowAll, rejectAnonymous: true } });
+    s = await startTestServer({ inFlight: limiter, auth: { authenticators: [tokenUsers(users)], authorizer, rejectAnonymous: true } });
     users.set(s.token, admin);
     // ~20 MB of llamas: far more than socket buffers hold, so a LIST nobody reads stays in flight.
     const filler = 'f'.repeat(100 * 1024);
@@ -104,8 +106,10 @@ describe('in-flight limits', () => {
     assert.equal(watch.status, 200);
     held.push(await stalledList(s), await stalledList(s));
     await until('two LISTs in flight', () => limiter.counts().readOnly === 2);
+    authorized.length = 0;
     const burst = await Promise.all(Array.from({ length: 5 }, () => s.request('GET', `${NS}/big-1`, { token: LOADER })));
     for (const r of burst) assertTooMany(r);
+    assert.deepEqual(authorized, [], 'refused before authorization');
     assert.equal(limiter.counts().readOnly, 2, 'refused requests take no seat');
 
     // Exempt: a new watch (long-running), the health probes, and system:masters.

@@ -14,6 +14,11 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { startTracing, type Tracing } from '../../src/server/observability/tracing.js';
+import { inSpan } from '../../src/apimachinery/tracing.js';
+import { errors } from '../../src/apimachinery/status.js';
+import { tokenAuthenticator } from '../../src/server/auth/standalone.js';
+import type { AuthChain } from '../../src/server/server.js';
+import type { UserInfo } from '../../src/server/auth/types.js';
 import { parseTracingConfiguration, readTracingConfiguration, TracingConfigError } from '../../src/server/observability/tracingConfig.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';
@@ -43,12 +48,37 @@ const tracingYaml = (endpoint: string, rate?: number) =>
 
 interface Setup { receiver: OtlpReceiver; tracing: Tracing; server: TestServer }
 
-async function setUp(name: string, rate?: number): Promise<Setup> {
+async function setUp(name: string, rate?: number, auth?: AuthChain): Promise<Setup> {
   const receiver = await startOtlpReceiver();
   const tracing = await startTracing(await configFile(name, tracingYaml(receiver.endpoint, rate)), pino({ level: 'silent' }));
-  const server = await startTestServer({ tracing });
+  const server = await startTestServer(auth ? { tracing, auth } : { tracing });
+  // The server's own admin token is known only now; the chain is read per request.
+  auth?.authenticators.push(tokenAuthenticator(server.token));
   return { receiver, tracing, server };
 }
+
+/**
+ * Callers by bearer token, each authenticated through a timed step named as the delegated
+ * authenticator's (TokenReview) and authorized through one named as its SubjectAccessReview: they
+ * run before and after the request's span exists.
+ */
+const CALLERS: Record<string, UserInfo> = {
+  'Bearer alice': { username: 'alice', groups: ['developers', 'system:authenticated'], extra: {} },
+  'Bearer prometheus': { username: 'prometheus', groups: ['system:monitoring', 'system:authenticated'], extra: {} },
+};
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const reviewedAuth = (): AuthChain => ({
+  rejectAnonymous: true,
+  authenticators: [{
+    authenticate: async (req) => {
+      const header = req.headers.authorization ?? '';
+      if (header === 'Bearer nobody') throw errors.unauthorized();
+      const user = CALLERS[header];
+      return user && inSpan('TokenReview', () => ({ reviewed: user.username }), async () => { await pause(3); return user; });
+    },
+  }],
+  authorizer: { authorize: (user) => inSpan('SubjectAccessReview', () => ({ user: user.username }), async () => { await pause(1); return { allowed: true }; }) },
+});
 
 async function tearDown(s: Setup | undefined): Promise<void> {
   await s?.server.close();
@@ -69,6 +99,18 @@ async function traceOf(st: Setup, traceId: string, count: number): Promise<Recei
       return st.receiver.spans.filter((sp) => sp.traceId === traceId);
     }
     if (Date.now() > deadline) assert.fail(`trace ${traceId}: ${got.length} of ${count} spans: ${got.map((sp) => sp.name).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The server span of the request answered with this Audit-Id (for traces whose id the test did not choose). */
+async function serverSpanOf(st: Setup, auditId: unknown): Promise<ReceivedSpan> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    await st.tracing.flush();
+    const found = st.receiver.spans.find((sp) => sp.kind === SERVER && sp.attributes['audit-id'] === auditId);
+    if (found) return found;
+    if (Date.now() > deadline) assert.fail(`no server span with audit-id ${String(auditId)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -193,18 +235,73 @@ describe('tracing with samplingRatePerMillion: 1000000 (every root is sampled)',
     assert.equal((await s.server.request('GET', LLAMAS, { headers: { traceparent: traceparent(unsampled, newSpanId(), false) } })).status, 200);
     const res = await s.server.request('GET', '/version');
     assert.equal(res.status, 200);
-    const deadline = Date.now() + 10_000;
-    let roots: ReceivedSpan[] = [];
-    while (Date.now() < deadline) {
-      roots = s.receiver.spans.slice(before).filter((sp) => sp.kind === SERVER && sp.attributes['audit-id'] === res.headers['audit-id']);
-      if (roots.length) break;
-      await s.tracing.flush();
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.equal(roots.length, 1, 'the /version request was traced');
-    assert.equal(roots[0].parentSpanId, '');
-    assert.equal(roots[0].name, 'GET', 'a non-resource request is named by its method alone');
+    const root = await serverSpanOf(s, res.headers['audit-id']);
+    assert.equal(s.receiver.spans.slice(before).filter((sp) => sp.kind === SERVER && sp.attributes['audit-id'] === res.headers['audit-id']).length, 1);
+    assert.equal(root.parentSpanId, '');
+    assert.equal(root.name, 'GET', 'a non-resource request is named by its method alone');
     assert.equal(s.receiver.spans.filter((sp) => sp.traceId === unsampled).length, 0);
+  });
+});
+
+describe('whose traceparent is trusted (WithTracing after authentication, notSystemPrivilegedGroup)', () => {
+  let s: Setup;
+  before(async () => { s = await setUp('trust-rate0.yaml', 0, reviewedAuth()); });
+  after(() => tearDown(s));
+
+  it('system:monitoring continues the caller\'s trace; authentication\'s span, timed before the span existed, sits under it', async () => {
+    const traceId = newTraceId();
+    const parentId = newSpanId();
+    const auditId = `${'b'.repeat(64)}-and-more`;
+    const res = await s.server.request('GET', LLAMAS, { token: 'prometheus', headers: { traceparent: traceparent(traceId, parentId, true), 'audit-id': auditId } });
+    assert.equal(res.status, 200, res.body);
+    const spans = await traceOf(s, traceId, 5);
+    const server = only(spans, 'GET /apis/farm.example.com/v1alpha/namespaces/{:namespace}/llamas');
+    assert.equal(server.parentSpanId, parentId);
+    assert.equal(server.attributes['audit-id'], 'b'.repeat(64), 'GetAuditIDTruncated');
+    assert.deepEqual(server.links, []);
+    const review = only(spans, 'TokenReview');
+    assertChildOf(review, server);
+    assert.equal(review.attributes.reviewed, 'prometheus');
+    assert.ok(review.endNanos - review.startNanos >= 2_000_000n, 'the replayed span keeps the time the review took');
+    assertChildOf(only(spans, 'SubjectAccessReview'), server);
+    assertChildOf(only(spans, 'storage.GetList'), server);
+    // The span starts when the request arrived, before authentication.
+    assert.ok(review.startNanos > server.startNanos);
+  });
+
+  it('anyone else cannot join or sample a trace: with rate 0 their sampled traceparent exports nothing; a 401 has no span', async () => {
+    const before = s.receiver.spans.length;
+    const untrusted = newTraceId();
+    assert.equal((await s.server.request('GET', LLAMAS, { token: 'alice', headers: { traceparent: traceparent(untrusted, newSpanId(), true) } })).status, 200);
+    const refused = newTraceId();
+    assert.equal((await s.server.request('GET', LLAMAS, { token: 'nobody', headers: { traceparent: traceparent(refused, newSpanId(), true) } })).status, 401);
+    const marker = newTraceId();
+    assert.equal((await s.server.request('GET', LLAMAS, { headers: { traceparent: traceparent(marker, newSpanId(), true) } })).status, 200);
+    await traceOf(s, marker, 3);
+    assert.deepEqual(s.receiver.spans.slice(before).filter((sp) => sp.traceId !== marker).map((sp) => sp.name), []);
+  });
+});
+
+describe('an untrusted caller\'s traceparent with samplingRatePerMillion: 1000000', () => {
+  let s: Setup;
+  before(async () => { s = await setUp('trust-rate1m.yaml', 1_000_000, reviewedAuth()); });
+  after(() => tearDown(s));
+
+  it('starts a new trace that links to the caller\'s span; the caller\'s trace gets nothing', async () => {
+    const traceId = newTraceId();
+    const parentId = newSpanId();
+    const res = await s.server.request('GET', LLAMAS, { token: 'alice', headers: { traceparent: traceparent(traceId, parentId, false), tracestate: 'vendor=1' } });
+    assert.equal(res.status, 200, res.body);
+    const server = await serverSpanOf(s, res.headers['audit-id']);
+    assert.notEqual(server.traceId, traceId);
+    assert.equal(server.parentSpanId, '');
+    assert.equal(server.traceState, '');
+    // An unsampled traceparent does not decide either: the link is kept, the root sampler decides.
+    assert.deepEqual(server.links, [{ traceId, spanId: parentId }]);
+    const spans = await traceOf(s, server.traceId, 4);
+    assertChildOf(only(spans, 'TokenReview'), server);
+    assertChildOf(only(spans, 'SubjectAccessReview'), server);
+    assert.equal(s.receiver.spans.filter((sp) => sp.traceId === traceId).length, 0);
   });
 });
 

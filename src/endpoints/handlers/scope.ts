@@ -16,6 +16,7 @@ import { parseIncludeObject } from '../table.js';
 import { Warnings } from '../warnings.js';
 import type { WatchSettings } from './watch.js';
 import { inSpan } from '../../apimachinery/tracing.js';
+import { truncatedAuditId } from '../../apimachinery/auditId.js';
 import type { Attributes } from '@opentelemetry/api';
 
 export interface RestOptions {
@@ -32,7 +33,7 @@ export function serializeAttributes(req: FastifyRequest, reply: FastifyReply, ou
   const mediaType = as && 'version' in out ? `application/json;as=${as};v=${out.version};g=meta.k8s.io` : out.format === 'yaml' ? 'application/yaml' : 'application/json';
   const auditId = reply.getHeader('audit-id');
   return {
-    'audit-id': typeof auditId === 'string' ? auditId : '', method: req.method, url: req.url.split('?')[0],
+    'audit-id': typeof auditId === 'string' ? truncatedAuditId(auditId) : '', method: req.method, url: req.url.split('?')[0],
     protocol: `HTTP/${req.raw.httpVersion}`, mediaType, encoder: out.format,
   };
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../apimachinery/status.js';
+import { truncatedAuditId } from '../../apimachinery/auditId.js';
 import { toApiError } from '../../endpoints/http.js';
 import { headersDistinct } from '../../endpoints/protocol.js';
 import { ALWAYS_ALLOWED_PATHS, type AuthChain } from '../auth/plugin.js';
@@ -33,9 +34,9 @@ export function auditIdOf(raw: object): string {
   return id;
 }
 
-/** fastify's childLoggerFactory: every line a request logs carries its auditID. */
+/** fastify's childLoggerFactory: every line a request logs carries its auditID (truncated, as klog's). */
 export function auditIdChildLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, opts: object, raw: object): FastifyBaseLogger {
-  return logger.child({ ...bindings, auditID: auditIdOf(raw) }, opts);
+  return logger.child({ ...bindings, auditID: truncatedAuditId(auditIdOf(raw)) }, opts);
 }
 
 /** Register before the authentication plugin and every route. */

@@ -1,7 +1,7 @@
 // Authentication and authorization of every request (k8s.io/apiserver's WithAuthentication and
 // WithAuthorization filters) as one named fastify plugin: it decorates the request with `info` and
 // `user` and answers 401/403 itself, so routes only ever see callers allowed to reach them.
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, errors } from '../../apimachinery/status.js';
 import type { RequestInfo } from '../../apimachinery/types.js';
@@ -29,33 +29,62 @@ export interface AuthPluginOptions {
   /** Read per request, so start-up can complete it once the cluster's trust is known. */
   auth: AuthChain;
   resources: ResourceIndex;
+  /**
+   * Between authentication and everything after it (WithTracing's place): runs `next`, the rest of the
+   * request, in whatever it sets up for this caller.
+   */
+  afterAuthentication?: (req: FastifyRequest, reply: FastifyReply, next: () => void) => void;
+  /** Between impersonation and authorization (WithMaxInFlightLimit's place): an error refuses the request. */
+  admit?: (req: FastifyRequest, reply: FastifyReply) => ApiError | undefined;
 }
 
-const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app: FastifyInstance, { auth, resources }) => {
+const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app: FastifyInstance, { auth, resources, afterAuthentication, admit }) => {
   // Decorated once with fixed shapes, so every request object keeps one hidden class.
   app.decorateRequest('user', null as unknown as UserInfo);
   app.decorateRequest('info', null as unknown as RequestInfo);
-  app.addHook('onRequest', async (req, reply) => {
+  const fail = (reply: FastifyReply, e: unknown) => { sendError(reply, e instanceof ApiError ? e : errors.internal(String(e))); };
+  // fastify guards the hooks and handler `done` starts; this only keeps a throw from being unhandled.
+  const settle = <T>(p: Promise<T>, then: (v: T) => void, reply: FastifyReply) =>
+    void p.then(then, (e: unknown) => fail(reply, e)).catch((e: unknown) => reply.log.error({ err: e }, 'the request pipeline threw'));
+  // Callback-style: `done` is called from inside afterAuthentication's `next`, so whatever context
+  // it enters (the request's span) carries over to the handler.
+  app.addHook('onRequest', (req, reply, done) => {
+    const authorized = () => settle(authorize(req, reply), () => done(), reply);
+    let authenticated: Promise<UserInfo>;
     try {
       req.info = requestInfo(req.method, req.url);
-      req.user = await authenticate(req, auth.authenticators);
-      req.log.debug({ user: req.user, httpVersion: req.raw.httpVersion }, 'authenticated');
-      const path = req.info.path;
-      if (ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) return;
+      authenticated = authenticate(req, auth.authenticators);
+    } catch (e) {
+      return fail(reply, e);
+    }
+    settle(authenticated, (user) => {
+      req.user = user;
+      req.log.debug({ user, httpVersion: req.raw.httpVersion }, 'authenticated');
+      if (afterAuthentication) afterAuthentication(req, reply, authorized);
+      else authorized();
+    }, reply);
+  });
+
+  async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const path = req.info.path;
+    // Probes are always allowed (authorization's AlwaysAllowPaths), but still pass the in-flight limit.
+    const alwaysAllowed = ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
+    if (!alwaysAllowed) {
       if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
       req.user = await impersonatedUser(req, req.user, auth.authorizer, forbidden);
-      const decision = await auth.authorizer.authorize(req.user, req.info, req);
-      if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
-      const info = req.info;
-      const def = info.isResourceRequest ? resources.lookup(info.apiGroup, info.apiVersion, info.resource) : undefined;
-      for (const extra of def?.alsoRequires?.(info) ?? []) {
-        const d = await auth.authorizer.authorize(req.user, extra.info, req);
-        if (!d.allowed) throw forbidden(req.user, extra.info, d.reason ? `${d.reason}; ${extra.why}` : extra.why);
-      }
-    } catch (e) {
-      return sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));
     }
-  });
+    const refused = admit?.(req, reply);
+    if (refused) throw refused;
+    if (alwaysAllowed) return;
+    const decision = await auth.authorizer.authorize(req.user, req.info, req);
+    if (!decision.allowed) throw forbidden(req.user, req.info, decision.reason);
+    const info = req.info;
+    const def = info.isResourceRequest ? resources.lookup(info.apiGroup, info.apiVersion, info.resource) : undefined;
+    for (const extra of def?.alsoRequires?.(info) ?? []) {
+      const d = await auth.authorizer.authorize(req.user, extra.info, req);
+      if (!d.allowed) throw forbidden(req.user, extra.info, d.reason ? `${d.reason}; ${extra.why}` : extra.why);
+    }
+  }
 };
 
 export const authentication = fp(authPlugin, { name: 'farm-authn-authz', fastify: '5.x' });

@@ -1,11 +1,10 @@
 // --max-requests-inflight / --max-mutating-requests-inflight: kube's WithMaxInFlightLimit
 // (k8s.io/apiserver pkg/server/filters/maxinflight.go:126-214) as a fastify onRequest hook.
-// Registered after authentication, so req.info and req.user are known; a request past its limit is
-// answered 429 before any handler work (decoding, storage, serialization).
-import type { FastifyInstance } from 'fastify';
+// Run by the authorization plugin after impersonation, so req.info and req.user are known; a request
+// past its limit is answered 429 before authorization and any handler work.
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../apimachinery/status.js';
 import type { RequestInfo } from '../../apimachinery/types.js';
-import { sendError } from '../../endpoints/http.js';
 import { InFlightLimiter, requestKindOf } from './inFlightLimiter.js';
 import { isLongRunning } from './longRunning.js';
 
@@ -28,19 +27,25 @@ export function tooManyRequests(): ApiError {
   return new ApiError(429, 'TooManyRequests', MESSAGE, { retryAfterSeconds: RETRY_AFTER_SECONDS });
 }
 
-export function installMaxInFlight(app: FastifyInstance, limiter: InFlightLimiter): void {
-  // A callback hook, not async: it runs on every request and a promise per hook is measurable.
-  app.addHook('onRequest', (req, reply, done) => {
-    const info = req.info as RequestInfo | null;
-    if (!info || exempt(info)) return done();
+/**
+ * The admission step the authorization plugin runs between impersonation and authorization, where
+ * config.go puts WithMaxInFlightLimit: a request past its limit is refused before its
+ * SubjectAccessReview is made. Returns the 429 to answer, or undefined once the request holds a slot.
+ */
+export function maxInFlightAdmission(limiter: InFlightLimiter): (req: FastifyRequest, reply: FastifyReply) => ApiError | undefined {
+  return (req, reply) => {
+    const info = req.info;
+    if (exempt(info)) return undefined;
     const kind = requestKindOf(info.verb);
     if (limiter.tryAcquire(kind)) {
       // 'close' comes for every ending: completed, failed or abandoned by the client.
       reply.raw.once('close', () => limiter.release(kind));
-      return done();
+      return undefined;
     }
-    // maxinflight.go:200-207: a system:masters caller is always served (loopback, super-admin).
-    if (req.user?.groups.includes('system:masters')) return done();
-    sendError(reply, tooManyRequests());
-  });
+    // maxinflight.go:200-207: a system:masters caller is always served (loopback, super-admin); the
+    // user is the impersonated one, as WithImpersonation runs first.
+    if (req.user.groups.includes('system:masters')) return undefined;
+    // maxinflight.go answers text/plain; the issue asks for a Status, which clients decode the same.
+    return tooManyRequests();
+  };
 }

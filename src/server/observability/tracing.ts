@@ -3,12 +3,16 @@
 // span and find none (src/apimachinery/tracing.ts).
 import type { FastifyBaseLogger } from 'fastify';
 import { readTracingConfiguration, type TracingConfiguration } from './tracingConfig.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestInfo } from '../../apimachinery/types.js';
 import type { RequestHandler } from './tracingRequests.js';
 
 export interface Tracing {
   config: TracingConfiguration;
-  /** The HTTP server's handler, each request inside its server span. */
+  /** The HTTP server's handler, each request timed from its arrival. */
   wrap(handler: RequestHandler): RequestHandler;
+  /** Once authenticated: runs the rest of the request inside its server span (parented by trust in `groups`). */
+  enter(req: IncomingMessage, res: ServerResponse, info: RequestInfo, groups: readonly string[], next: () => void): void;
   /** Exports every span ended so far. */
   flush(): Promise<void>;
   /** Exports what is left, then unregisters the process-wide tracer provider, context manager and propagator. */

@@ -1,13 +1,15 @@
-// The server span of each request, as k8s.io/apiserver's WithTracing (otelhttp's handler): a child of
-// the incoming W3C traceparent (tracestate kept), named "<METHOD> <route template>" for resource
-// requests and "<METHOD>" otherwise, with otelhttp's HTTP attributes plus http.target and the
-// Audit-ID. It wraps the whole request (fastify's hooks, body reading, handler), so authentication,
-// storage and serialization spans become its children through the active context.
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+// The server span of each request, as k8s.io/apiserver's WithTracing (otelhttp's handler), which sits
+// right after authentication: a child of the incoming W3C traceparent (tracestate kept) when the
+// caller is trusted, named "<METHOD> <route template>" for resource requests and "<METHOD>" otherwise,
+// with otelhttp's HTTP attributes plus http.target and the Audit-ID. Authorization, storage and
+// serialization spans become its children through the active context. A request refused by
+// authentication (401) has no span, as upstream.
+import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanOptions, type Tracer } from '@opentelemetry/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { requestInfo, type RequestInfo } from '../../endpoints/requestInfo.js';
-import { spanClock } from '../../apimachinery/tracing.js';
+import type { RequestInfo } from '../../apimachinery/types.js';
+import { collectingEarlySpans, replaySpans, spanClock, type EarlySpan } from '../../apimachinery/tracing.js';
+import { truncatedAuditId } from '../../apimachinery/auditId.js';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -50,7 +52,7 @@ function endServerSpan(span: Span, res: ServerResponse): void {
   if (span.isRecording()) {
     span.setAttribute('http.status_code', res.statusCode);
     const auditId = res.getHeader('audit-id');
-    if (typeof auditId === 'string') span.setAttribute('audit-id', auditId);
+    if (typeof auditId === 'string') span.setAttribute('audit-id', truncatedAuditId(auditId));
     // otelhttp's server rule: only a 5xx is the server's error.
     if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     // A response cut off before it was complete (client gone, connection reset).
@@ -59,21 +61,53 @@ function endServerSpan(span: Span, res: ServerResponse): void {
   span.end(spanClock());
 }
 
-/** Wraps the HTTP server's request handler; installed only when tracing is configured. */
-export function tracedHandler(tracer: Tracer, handler: RequestHandler): RequestHandler {
+interface Arrival { start: number; remote: Context; early: EarlySpan[] }
+
+/** Requests received but not yet authenticated: their span waits for the caller's groups. */
+const arrivals = new WeakMap<IncomingMessage, Arrival>();
+
+/**
+ * Wraps the HTTP server's request handler; installed only when tracing is configured. The span is
+ * timed from here (WithTracing's start time is the received timestamp), but made once authentication
+ * knows whose traceparent it is (enterServerSpan); spans of authentication are kept until then.
+ */
+export function tracedHandler(handler: RequestHandler): RequestHandler {
   return (req, res) => {
-    const method = req.method ?? 'GET';
-    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    let name = method;
-    try { name = spanName(method, requestInfo(method, req.url ?? '/')); } catch { /* the bare method */ }
-    const span = tracer.startSpan(name, { kind: SpanKind.SERVER, startTime: spanClock() }, parent);
-    if (span.isRecording()) span.setAttributes(requestAttributes(req));
-    // Even an unsampled span is made active: outgoing calls then carry sampled=0 on, as otelhttp does.
-    const ctx = trace.setSpan(parent, span);
-    // Body chunks and response events are emitted outside the request's async context: bind them.
-    context.bind(ctx, req);
-    context.bind(ctx, res);
-    res.once('close', () => endServerSpan(span, res));
-    context.with(ctx, () => handler(req, res));
+    const early: EarlySpan[] = [];
+    arrivals.set(req, { start: spanClock(), remote: propagation.extract(ROOT_CONTEXT, req.headers), early });
+    context.with(collectingEarlySpans(ROOT_CONTEXT, early), () => handler(req, res));
   };
+}
+
+/** notSystemPrivilegedGroup (filters/traces.go): only these callers may make our span a child of theirs. */
+const TRUSTED_GROUPS = new Set(['system:masters', 'system:monitoring']);
+
+/**
+ * Starts the request's server span and runs `next` (the rest of the request) inside it. As otelhttp
+ * with WithPublicEndpointFn: a caller outside the trusted groups starts a new trace that only links
+ * to its traceparent, so anyone able to send a header cannot force sampling or join a trace.
+ */
+export function enterServerSpan(tracer: Tracer, req: IncomingMessage, res: ServerResponse, info: RequestInfo, groups: readonly string[], next: () => void): void {
+  const arrival = arrivals.get(req);
+  if (!arrival) return next();
+  arrivals.delete(req);
+  const options: SpanOptions = { kind: SpanKind.SERVER, startTime: arrival.start };
+  if (!groups.some((g) => TRUSTED_GROUPS.has(g))) {
+    options.root = true;
+    const remote = trace.getSpanContext(arrival.remote);
+    if (remote && remote.isRemote && isSpanContextValid(remote)) options.links = [{ context: remote }];
+  }
+  const span = tracer.startSpan(spanName(req.method ?? 'GET', info), options, arrival.remote);
+  if (span.isRecording()) {
+    span.setAttributes(requestAttributes(req));
+    replaySpans(span, arrival.early);
+  }
+  // Even an unsampled span is made active: outgoing calls then carry sampled=0 on, as otelhttp does.
+  const ctx = trace.setSpan(arrival.remote, span);
+  // Body chunks and response events are emitted outside the request's async context: bind them.
+  context.bind(ctx, req);
+  context.bind(ctx, res);
+  if (res.destroyed) endServerSpan(span, res);
+  else res.once('close', () => endServerSpan(span, res));
+  context.with(ctx, next);
 }

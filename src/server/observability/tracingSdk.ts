@@ -12,7 +12,7 @@ import { AlwaysOffSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioB
 import { credentials } from '@grpc/grpc-js';
 import type { FastifyBaseLogger } from 'fastify';
 import { grpcTarget, type TracingConfiguration } from './tracingConfig.js';
-import { tracedHandler } from './tracingRequests.js';
+import { enterServerSpan, tracedHandler } from './tracingRequests.js';
 import type { Tracing } from './tracing.js';
 
 const SERVICE_NAME = 'farm-apiserver';
@@ -49,7 +49,8 @@ export function startSdk(config: TracingConfiguration, log: FastifyBaseLogger): 
   let stopped: Promise<void> | undefined;
   return {
     config,
-    wrap: (handler) => tracedHandler(tracer, handler),
+    wrap: (handler) => tracedHandler(handler),
+    enter: (req, res, info, groups, next) => enterServerSpan(tracer, req, res, info, groups, next),
     flush: () => provider.forceFlush(),
     shutdown: () => stopped ??= provider.shutdown().finally(() => {
       trace.disable();
