@@ -13,12 +13,6 @@ const SCOPE = 'farm-apiserver';
  */
 export const spanClock = (): number => performance.timeOrigin + performance.now();
 
-/** The request's recording span, if tracing is on and this request is sampled. */
-function recordingParent(): Span | undefined {
-  const span = trace.getActiveSpan();
-  return span?.isRecording() ? span : undefined;
-}
-
 /** Work timed before the request's span exists (authentication decides its parent), replayed under it. */
 export interface EarlySpan { name: string; attributes: Attributes; start: number; end: number; error?: unknown }
 
@@ -44,9 +38,11 @@ export function replaySpans(parent: Span, spans: EarlySpan[]): void {
  * meaning (a NotFound from storage is an answer, not a failure).
  */
 export function inSpan<T>(name: string, attributes: () => Attributes, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
-  // Not async itself: an untraced call adds no promise of its own.
-  if (recordingParent()) return traced(name, attributes(), fn);
-  const early = context.active().getValue(EARLY) as EarlySpan[] | undefined;
+  // Not async itself: an untraced call adds no promise of its own. One context look-up serves both
+  // questions: is there a recording span, and is this work timed for a span still to come.
+  const active = context.active();
+  if (trace.getSpan(active)?.isRecording()) return traced(name, attributes(), fn);
+  const early = active.getValue(EARLY) as EarlySpan[] | undefined;
   return early ? timed(early, name, attributes(), fn) : fn(undefined);
 }
 

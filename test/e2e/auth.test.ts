@@ -58,11 +58,11 @@ async function grantListLlamas(bindingName: string, subject: Record<string, stri
 function loggedRequests(): Array<{ method: string; url: string; user?: string }> {
   const byId = new Map<string, { method: string; url: string; user?: string }>();
   for (const l of readFileSync(cluster.farmLog, 'utf8').split('\n')) {
-    let o: { reqId?: string; msg?: string; req?: { method: string; url: string }; user?: { username: string } };
+    let o: { auditID?: string; msg?: string; req?: { method: string; url: string }; user?: { username: string } };
     try { o = JSON.parse(l); } catch { continue; }
-    if (!o.reqId) continue;
-    if (o.msg === 'incoming request' && o.req) byId.set(o.reqId, { method: o.req.method, url: o.req.url });
-    if (o.msg === 'authenticated' && o.user && byId.has(o.reqId)) byId.get(o.reqId)!.user = o.user.username;
+    if (!o.auditID) continue;
+    if (o.msg === 'incoming request' && o.req) byId.set(o.auditID, { method: o.req.method, url: o.req.url });
+    if (o.msg === 'authenticated' && o.user && byId.has(o.auditID)) byId.get(o.auditID)!.user = o.user.username;
   }
   return [...byId.values()];
 }

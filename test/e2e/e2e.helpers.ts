@@ -130,24 +130,24 @@ export interface LoggedUser { username: string; uid?: string; groups: string[]; 
 
 /**
  * The identities our server authenticated for requests whose URL matches `url`, from its pino log at
- * debug level (src/server/server.ts logs `{user}` with msg "authenticated" per request; lines share `reqId`).
+ * debug level (src/server/server.ts logs `{user}` with msg "authenticated" per request; lines share their `auditID`, fastify's request id).
  */
 export function authenticatedUsers(logFile: string, url: RegExp): AuthenticatedRequest[] {
   const lines = readFileSync(logFile, 'utf8').split('\n').flatMap((l) => {
-    try { return [JSON.parse(l) as { reqId?: string; msg?: string; req?: { url?: string; remotePort?: number }; user?: LoggedUser; httpVersion?: string }]; } catch { return []; }
+    try { return [JSON.parse(l) as { auditID?: string; msg?: string; req?: { url?: string; remotePort?: number }; user?: LoggedUser; httpVersion?: string }]; } catch { return []; }
   });
   const reqs = new Map<string, { url: string; remotePort?: number }>();
-  for (const l of lines) if (l.reqId && l.msg === 'incoming request' && l.req?.url) reqs.set(l.reqId, { url: l.req.url, remotePort: l.req.remotePort });
+  for (const l of lines) if (l.auditID && l.msg === 'incoming request' && l.req?.url) reqs.set(l.auditID, { url: l.req.url, remotePort: l.req.remotePort });
   const out: AuthenticatedRequest[] = [];
   for (const l of lines) {
-    if (l.msg !== 'authenticated' || !l.reqId || !l.user) continue;
-    const r = reqs.get(l.reqId);
-    if (r !== undefined && url.test(r.url)) out.push({ reqId: l.reqId, url: r.url, user: l.user, httpVersion: l.httpVersion, remotePort: r.remotePort });
+    if (l.msg !== 'authenticated' || !l.auditID || !l.user) continue;
+    const r = reqs.get(l.auditID);
+    if (r !== undefined && url.test(r.url)) out.push({ auditID: l.auditID, url: r.url, user: l.user, httpVersion: l.httpVersion, remotePort: r.remotePort });
   }
   return out;
 }
 
-export interface AuthenticatedRequest { reqId: string; url: string; user: LoggedUser; httpVersion?: string; remotePort?: number }
+export interface AuthenticatedRequest { auditID: string; url: string; user: LoggedUser; httpVersion?: string; remotePort?: number }
 
 /** A Llama manifest. */
 export function llama(name: string, namespace: string, extra: { labels?: Record<string, string>; finalizers?: string[]; ownerReferences?: unknown[]; spec?: Record<string, unknown> } = {}) {

@@ -4,7 +4,7 @@
 // With a policy and a log, RequestAudit writes the events; the auth chain is wrapped to learn the
 // authenticated user and the authorization decision, as WithAudit and WithAuthorization see them.
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../apimachinery/status.js';
 import { truncatedAuditId } from '../../apimachinery/auditId.js';
 import { toApiError } from '../../endpoints/http.js';
@@ -27,16 +27,17 @@ export function auditIdOf(raw: object): string {
   if (id === undefined) {
     // The parsed header is the first value unless the header came several times (then joined by ", ").
     const sent = (raw as RawRequest).headers['audit-id'];
-    const first = typeof sent === 'string' && !sent.includes(',') ? sent : headersDistinct(raw as RawRequest)['audit-id']?.[0];
+    // No header is the common case: then there is nothing to split.
+    const first = typeof sent !== 'string' || sent.includes(',') ? sent && headersDistinct(raw as RawRequest)['audit-id']?.[0] : sent;
     id = first || randomUUID();
     auditIDs.set(raw, id);
   }
   return id;
 }
 
-/** fastify's childLoggerFactory: every line a request logs carries its auditID (truncated, as klog's). */
-export function auditIdChildLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, opts: object, raw: object): FastifyBaseLogger {
-  return logger.child({ ...bindings, auditID: truncatedAuditId(auditIdOf(raw)) }, opts);
+/** fastify's genReqId: the request id its log lines carry is the Audit-ID, truncated as klog's. */
+export function auditIdForLogs(raw: object): string {
+  return truncatedAuditId(auditIdOf(raw));
 }
 
 /** Register before the authentication plugin and every route. */

@@ -42,14 +42,10 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app: FastifyIns
   // Decorated once with fixed shapes, so every request object keeps one hidden class.
   app.decorateRequest('user', null as unknown as UserInfo);
   app.decorateRequest('info', null as unknown as RequestInfo);
-  const fail = (reply: FastifyReply, e: unknown) => { sendError(reply, e instanceof ApiError ? e : errors.internal(String(e))); };
-  // fastify guards the hooks and handler `done` starts; this only keeps a throw from being unhandled.
-  const settle = <T>(p: Promise<T>, then: (v: T) => void, reply: FastifyReply) =>
-    void p.then(then, (e: unknown) => fail(reply, e)).catch((e: unknown) => reply.log.error({ err: e }, 'the request pipeline threw'));
   // Callback-style: `done` is called from inside afterAuthentication's `next`, so whatever context
-  // it enters (the request's span) carries over to the handler.
+  // it enters (the request's span) carries over to the handler. Closures are made only where needed:
+  // this runs on every request.
   app.addHook('onRequest', (req, reply, done) => {
-    const authorized = () => settle(authorize(req, reply), () => done(), reply);
     let authenticated: Promise<UserInfo>;
     try {
       req.info = requestInfo(req.method, req.url);
@@ -57,13 +53,17 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app: FastifyIns
     } catch (e) {
       return fail(reply, e);
     }
-    settle(authenticated, (user) => {
+    authenticated.then((user) => {
       req.user = user;
       req.log.debug({ user, httpVersion: req.raw.httpVersion }, 'authenticated');
-      if (afterAuthentication) afterAuthentication(req, reply, authorized);
-      else authorized();
-    }, reply);
+      if (afterAuthentication) afterAuthentication(req, reply, () => authorizeThen(req, reply, done));
+      else authorizeThen(req, reply, done);
+    }, (e: unknown) => fail(reply, e)).catch((e: unknown) => pipelineThrew(reply, e));
   });
+
+  function authorizeThen(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
+    authorize(req, reply).then(() => done(), (e: unknown) => fail(reply, e)).catch((e: unknown) => pipelineThrew(reply, e));
+  }
 
   async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const path = req.info.path;
@@ -86,6 +86,15 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app: FastifyIns
     }
   }
 };
+
+function fail(reply: FastifyReply, e: unknown): void {
+  sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));
+}
+
+/** fastify guards the hooks and handler that `done` starts; this only keeps a throw from going unhandled. */
+function pipelineThrew(reply: FastifyReply, e: unknown): void {
+  reply.log.error({ err: e }, 'the request pipeline threw');
+}
 
 export const authentication = fp(authPlugin, { name: 'farm-authn-authz', fastify: '5.x' });
 

@@ -38,8 +38,8 @@ export function maxInFlightAdmission(limiter: InFlightLimiter): (req: FastifyReq
     if (exempt(info)) return undefined;
     const kind = requestKindOf(info.verb);
     if (limiter.tryAcquire(kind)) {
-      // 'close' comes for every ending: completed, failed or abandoned by the client.
-      reply.raw.once('close', () => limiter.release(kind));
+      // 'close' comes once for every ending: completed, failed or abandoned by the client.
+      reply.raw.on('close', () => limiter.release(kind));
       return undefined;
     }
     // maxinflight.go:200-207: a system:masters caller is always served (loopback, super-admin); the
