@@ -6,6 +6,9 @@ import { lineStream } from './lineStream.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allowAll, tokenAuthenticator } from '../../src/server/auth/standalone.js';
+import type { Authenticator, UserInfo } from '../../src/server/auth/types.js';
+import { errors } from '../../src/apimachinery/status.js';
+import type { FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import { ensureDevCerts, ensureToken } from '../../src/certs/devCerts.js';
 import { writeKubeconfig } from '../../src/certs/kubeconfig.js';
@@ -98,5 +101,18 @@ export async function startTestServer(testOpts: TestServerOptions = {}): Promise
   return {
     url, token, caPem, dir, kubeconfig, server, resources, stores, request, stream,
     async close() { server.endWatches(); h2?.close(); await server.app.close(); await rm(dir, { recursive: true, force: true }); },
+  };
+}
+
+/** Static bearer tokens, like kube-apiserver's --token-auth-file: the users under test. */
+export function tokenUsers(users: Map<string, UserInfo>): Authenticator {
+  return {
+    async authenticate(req: FastifyRequest) {
+      const m = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');
+      if (!m) return undefined;
+      const u = users.get(m[1]!);
+      if (!u) throw errors.unauthorized();
+      return u;
+    },
   };
 }

@@ -8,28 +8,15 @@ import assert from 'node:assert/strict';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import type { FastifyRequest } from 'fastify';
-import { errors } from '../../src/apimachinery/status.js';
-import type { Authenticator, Authorizer, UserInfo } from '../../src/server/auth/types.js';
+import type { Authorizer, UserInfo } from '../../src/server/auth/types.js';
 import { InFlightLimiter } from '../../src/server/filters/inFlightLimiter.js';
-import { startTestServer, type TestServer } from '../helpers/testServer.js';
+import { startTestServer, tokenUsers, type TestServer } from '../helpers/testServer.js';
 
 const NS = '/apis/farm.example.com/v1alpha/namespaces/default/llamas';
 const LOADER = 'loader-token-0c9e7d';
 const loader: UserInfo = { username: 'loader', groups: ['system:authenticated'], extra: {} };
 const admin: UserInfo = { username: 'admin', groups: ['system:masters', 'system:authenticated'], extra: {} };
 
-function tokenUsers(users: Map<string, UserInfo>): Authenticator {
-  return {
-    async authenticate(req: FastifyRequest) {
-      const m = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');
-      if (!m) return undefined;
-      const u = users.get(m[1]!);
-      if (!u) throw errors.unauthorized();
-      return u;
-    },
-  };
-}
 
 interface Held { req: ClientRequest; res?: IncomingMessage; release(): void }
 
