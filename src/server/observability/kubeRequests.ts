@@ -19,11 +19,15 @@ import { ResourceIndex } from '../../registry/resourceIndex.js';
 import { restVerbs, type Verb } from '../../registry/rest.js';
 import { cleanDryRun, cleanScope, reportedVerb, type Scope, type VerbInput } from './kubeLabels.js';
 import type { KubeMetrics, SliLabels } from './kubeMetrics.js';
+import { CounterSeries, HistogramSeries } from './metricSeries.js';
 
 export const APISERVER_COMPONENT = 'apiserver';
 
 /** An installer.go route action: what MonitorRequest is given for this route. */
 interface Action { verb: string; scope: Scope; group: string; version: string; resource: string; subresource: string; component: string }
+
+/** The series one kind of request feeds, resolved once. */
+interface RequestSeries { requests: CounterSeries; duration: HistogramSeries; sli: HistogramSeries; sizes?: HistogramSeries }
 
 interface Tracked {
   started: bigint;
@@ -43,6 +47,8 @@ const DISCOVERY_PATHS: Record<string, string> = { '/apis': 'apis', '/api': 'api'
 export function instrumentKubeRequests(app: FastifyInstance, metrics: KubeMetrics, defs: readonly ResourceDefinition[]): WatchObserver {
   const index = new ResourceIndex([...defs]);
   const tracked = new WeakMap<object, Tracked>();
+  // By every label value: as bounded as the label sets themselves (routes, verbs, codes).
+  const series = new Map<string, RequestSeries>();
 
   // Callback hooks, not async: they run on every request and a promise per hook is measurable.
   app.addHook('onRequest', (req, reply, done) => {
@@ -67,12 +73,25 @@ export function instrumentKubeRequests(app: FastifyInstance, metrics: KubeMetric
     const input = verbInput(req, info);
     const verb = reportedVerb(action.scope, action.verb, input);
     const seconds = Number(process.hrtime.bigint() - t.started) / 1e9;
-    const common: SliLabels = { verb, group: action.group, version: action.version, resource: action.resource, subresource: action.subresource, scope: action.scope, component: action.component };
     const dryRun = cleanDryRun(input.query);
-    metrics.requests.inc({ ...common, dry_run: dryRun, code: String(reply.raw.statusCode) });
-    metrics.duration.observe({ ...common, dry_run: dryRun }, seconds);
-    metrics.sliDuration.observe(common, seconds);
-    if (action.verb === 'GET' || action.verb === 'LIST') metrics.responseSizes.observe(common, t.bytes);
+    const code = reply.raw.statusCode;
+    // The route's own verb too: a ?watch=true LIST and a /watch/ WATCHLIST both report WATCH, only the first has sizes.
+    const key = `${action.verb} ${verb} ${dryRun} ${action.group} ${action.version} ${action.resource} ${action.subresource} ${action.scope} ${action.component} ${code}`;
+    let s = series.get(key);
+    if (!s) {
+      const common: SliLabels = { verb, group: action.group, version: action.version, resource: action.resource, subresource: action.subresource, scope: action.scope, component: action.component };
+      s = {
+        requests: new CounterSeries(metrics.requests, { ...common, dry_run: dryRun, code: String(code) }),
+        duration: new HistogramSeries(metrics.duration, { ...common, dry_run: dryRun }),
+        sli: new HistogramSeries(metrics.sliDuration, common),
+        sizes: action.verb === 'GET' || action.verb === 'LIST' ? new HistogramSeries(metrics.responseSizes, common) : undefined,
+      };
+      series.set(key, s);
+    }
+    s.requests.inc();
+    s.duration.observe(seconds);
+    s.sli.observe(seconds);
+    s.sizes?.observe(t.bytes);
   }
 
   return {
@@ -154,7 +173,7 @@ function actionVerb(def: ResourceDefinition, method: string, shape: { named: boo
     if (shape.subresource !== 'status' || !hasStatusSubresource(def) || !shape.named || shape.watchPath) return undefined;
     return method === 'DELETE' ? undefined : pick(STATUS_VERBS, ITEM_ACTIONS[method]);
   }
-  const verbs = restVerbs(def.rest);
+  const verbs = servedVerbs(def);
   if (shape.watchPath) return method === 'GET' && verbs.includes('watch') ? (shape.named ? 'WATCH' : 'WATCHLIST') : undefined;
   if (shape.named) {
     return pick(verbs, ITEM_ACTIONS[method]);
@@ -162,6 +181,14 @@ function actionVerb(def: ResourceDefinition, method: string, shape: { named: boo
   // Across all namespaces upstream installs only LIST and WATCHLIST.
   if (shape.allNamespaces) return method === 'GET' ? pick(verbs, COLLECTION_ACTIONS.GET) : undefined;
   return pick(verbs, COLLECTION_ACTIONS[method]);
+}
+
+const verbsOf = new WeakMap<ResourceDefinition, readonly Verb[]>();
+/** restVerbs, once per resource: actionVerb runs for every request. */
+function servedVerbs(def: ResourceDefinition): readonly Verb[] {
+  let verbs = verbsOf.get(def);
+  if (!verbs) verbsOf.set(def, verbs = restVerbs(def.rest));
+  return verbs;
 }
 
 type ActionFor = Partial<Record<string, readonly [string, Verb]>>;
@@ -173,20 +200,24 @@ function pick(served: readonly Verb[], candidate: readonly [string, Verb] | unde
   return candidate && served.includes(candidate[1]) ? candidate[0] : undefined;
 }
 
+function byteCount(chunk: unknown, encoding: unknown): number {
+  if (typeof chunk === 'string') return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  return chunk instanceof Uint8Array ? chunk.byteLength : 0;
+}
+
 /** ResponseWriterDelegator.ContentLength: the body bytes the handler wrote. */
 function countBodyBytes(res: ServerResponse, t: Tracked): void {
-  const add = (chunk: unknown, encoding: unknown) => {
-    if (typeof chunk === 'string') t.bytes += Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-    else if (chunk instanceof Uint8Array) t.bytes += chunk.byteLength;
-  };
   const write = res.write as (...args: unknown[]) => boolean;
   const end = res.end as (...args: unknown[]) => ServerResponse;
   // HTTP/2's end(data) writes through write(): count those bytes once.
   let ending = false;
-  res.write = ((...args: unknown[]) => { if (!ending) add(args[0], args[1]); return write.apply(res, args); }) as typeof res.write;
-  res.end = ((...args: unknown[]) => {
-    add(args[0], args[1]);
+  res.write = function (this: ServerResponse, ...args: unknown[]) {
+    if (!ending) t.bytes += byteCount(args[0], args[1]);
+    return write.apply(this, args);
+  } as typeof res.write;
+  res.end = function (this: ServerResponse, ...args: unknown[]) {
+    t.bytes += byteCount(args[0], args[1]);
     ending = true;
-    try { return end.apply(res, args); } finally { ending = false; }
-  }) as typeof res.end;
+    try { return end.apply(this, args); } finally { ending = false; }
+  } as typeof res.end;
 }

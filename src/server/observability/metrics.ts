@@ -8,6 +8,7 @@ import type { ResourceDefinition } from '../../registry/resource.js';
 import type { ResourceStorage } from '../../storage/backend.js';
 import { goFloat } from './kubeLabels.js';
 import { createKubeMetrics, type KubeMetrics } from './kubeMetrics.js';
+import { CounterSeries } from './metricSeries.js';
 
 /** The text exposition format kube-apiserver and Prometheus speak. */
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
@@ -75,12 +76,19 @@ const knownVerbs = new Set(['get', 'list', 'watch', 'create', 'update', 'patch',
  */
 export function instrumentRequests(app: FastifyInstance, counter: FarmMetrics['httpRequests'], resources: readonly { group: string; plural: string }[]): void {
   const served = new Set(resources.map((r) => `${r.group}/${r.plural}`));
-  app.addHook('onRequest', async (req, reply) => {
+  const series = new Map<string, CounterSeries>();
+  // A callback hook, not async: it runs on every request and a promise per hook is measurable.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.raw.once('close', () => {
       const info = req.info;
       const verb = info && knownVerbs.has(info.verb) ? info.verb : 'other';
       const resource = !info || !info.isResourceRequest ? '' : served.has(`${info.apiGroup}/${info.resource}`) ? info.resource : 'other';
-      counter.inc({ verb, resource, code: String(reply.raw.statusCode) });
+      const code = String(reply.raw.statusCode);
+      const key = `${verb} ${resource} ${code}`;
+      let s = series.get(key);
+      if (!s) series.set(key, s = new CounterSeries(counter, { verb, resource, code }));
+      s.inc();
     });
+    done();
   });
 }
