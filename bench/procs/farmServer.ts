@@ -9,6 +9,7 @@ import { allowAll, tokenAuthenticator } from '../../src/server/auth/standalone.j
 import { ping } from '../../src/server/observability/health.js';
 import { buildResources } from '../../src/registry/farm/index.js';
 import { buildServer } from '../../src/server/server.js';
+import { createMetrics } from '../../src/server/observability/metrics.js';
 import { cpuTotalMs, serveIpc } from '../lib/common.js';
 import { seedLlamas } from '../lib/llama.js';
 
@@ -16,6 +17,9 @@ const { values } = parseArgs({ options: {
   'cert-dir': { type: 'string' },
   'log-level': { type: 'string', default: 'silent' },
   'watch-queue': { type: 'string', default: '1000' },
+  // As main.ts always does: farm_* and kube's apiserver_* request metrics. Off by default, so rows stay
+  // comparable with baselines whose bench server had none; the http suite measures its cost on its own.
+  metrics: { type: 'boolean', default: false },
 } });
 const dir = values['cert-dir']!;
 const [key, cert, token] = await Promise.all(['tls.key', 'tls.crt', 'token'].map((f) => readFile(join(dir, f), 'utf8')));
@@ -29,6 +33,7 @@ const server = buildServer({
   health: { livez: [ping], readyz: [ping] },
   watch: { queueCapacity: Number(values['watch-queue']), bookmarkIntervalMs: 60_000 },
   version: { gitVersion: 'v0.0.0-bench' },
+  ...(values.metrics && { metrics: createMetrics() }),
 });
 const { app } = server;
 

@@ -156,6 +156,37 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
       await srvSilent.stop();
       await baseInfo?.stop();
     }
+    rows.push(...await metricsCost(ctx, rounds, warmupMs, durationMs, detail));
   }
   return { rows, detail };
+}
+
+/**
+ * main.ts always serves /metrics, so every request feeds farm_* and kube's apiserver_* families; the
+ * rows above run without them (comparable with older baselines). This pair prices them: the same GET
+ * with and without the metrics hooks, in one tree.
+ */
+async function metricsCost(ctx: Ctx, rounds: number, warmupMs: number, durationMs: number, detail: Record<string, unknown>): Promise<Row[]> {
+  ctx.log('GET one llama: with request metrics (as main.ts) vs without');
+  const withMetrics = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir, '--metrics'], { tree: ctx.ours });
+  const without = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
+  const lg = await Child.start('procs/loadgen.ts');
+  try {
+    const t: Target = { path: `${API}/namespaces/bench/llamas/llama-000000`, accept: 'application/json' };
+    const entries: Entry[] = [{ who: 'metrics', srv: withMetrics, t }, { who: 'none', srv: without, t }];
+    for (const e of entries) await e.srv.call('seed', { namespace: 'bench', count: 1 });
+    const got = await interleave(entries, lg, ctx, 16, rounds, warmupMs, durationMs, 'metrics');
+    detail['GET one llama, metrics vs none'] = { ...got, ratios: perRound(got.metrics, got.none, rps), cpuRatios: perRound(got.metrics, got.none, cpu) };
+    const reading = 'with/without request metrics';
+    return [
+      { bench: 'GET one llama, request metrics', metric: 'requests/s', unit: 'req/s', ours: median(got.metrics.map(rps)), peer: median(got.none.map(rps)),
+        ratio: roundRatio(got.metrics, got.none, rps), reading: `${reading}; lower is slower`, note: 'peer = same server without the metrics hooks' },
+      { bench: 'GET one llama, request metrics', metric: 'server CPU per request', unit: 'µs', ours: median(got.metrics.map(cpu)), peer: median(got.none.map(cpu)),
+        ratio: roundRatio(got.metrics, got.none, cpu), reading: `${reading}; higher is costlier` },
+    ];
+  } finally {
+    await lg.stop();
+    await withMetrics.stop();
+    await without.stop();
+  }
 }
