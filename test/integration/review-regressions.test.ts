@@ -6,6 +6,7 @@ import type { Authorizer } from '../../src/server/auth/types.js';
 import { allowAll } from '../../src/server/auth/standalone.js';
 import { requestInfo } from '../../src/endpoints/requestInfo.js';
 import { startTestServer, type TestServer } from '../helpers/testServer.js';
+import type { Tracing } from '../../src/server/observability/tracing.js';
 
 let s: TestServer;
 /** An authorizer as slow as a SubjectAccessReview round trip. */
@@ -137,4 +138,23 @@ test('a watch parses its selectors before includeObject (get.go: the watch opens
   assert.equal(bad.status, 400, bad.body);
   assert.match(bad.json<{ message: string }>().message, /includeObject=bogus is not supported/);
   assert.equal(s.server.watchers.size, before);
+});
+
+test('a throw between authentication and authorization is a 500 Status, not a request left hanging', async () => {
+  const failing: Tracing = {
+    config: { endpoint: 'localhost:4317' },
+    wrap: (handler) => handler,
+    enter: () => { throw new Error('tracer broke'); },
+    flush: async () => {},
+    shutdown: async () => {},
+  };
+  const s = await startTestServer({ tracing: failing });
+  try {
+    const res = await s.request('GET', '/apis/farm.example.com/v1alpha/namespaces/default/llamas');
+    assert.equal(res.status, 500);
+    assert.equal(res.json<{ reason: string }>().reason, 'InternalError');
+    assert.match(res.json<{ message: string }>().message, /tracer broke/);
+  } finally {
+    await s.close();
+  }
 });

@@ -91,9 +91,13 @@ function fail(reply: FastifyReply, e: unknown): void {
   sendError(reply, e instanceof ApiError ? e : errors.internal(String(e)));
 }
 
-/** fastify guards the hooks and handler that `done` starts; this only keeps a throw from going unhandled. */
+/**
+ * A throw past authentication (afterAuthentication, or fastify's chain that `done` starts, which
+ * guards itself): answered if nothing was yet, so the request neither hangs nor goes unhandled.
+ */
 function pipelineThrew(reply: FastifyReply, e: unknown): void {
   reply.log.error({ err: e }, 'the request pipeline threw');
+  if (!reply.sent && !reply.raw.headersSent) fail(reply, e);
 }
 
 export const authentication = fp(authPlugin, { name: 'farm-authn-authz', fastify: '5.x' });
