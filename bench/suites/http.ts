@@ -1,8 +1,10 @@
 // Benchmarks 1 and 2: requests/s of GET one llama and LIST 1000 llamas (JSON and Table) through the
 // real HTTPS server, each against a static route on the same fastify instance returning the same bytes.
 // With --baseline, the same requests to the server at that commit join each round.
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { Child, median } from '../lib/common.js';
+import { pin } from '../peers/procStat.js';
 import type { RunResult } from '../procs/loadgen.js';
 import type { Ctx, Row, SuiteResult } from './types.js';
 
@@ -10,6 +12,22 @@ const API = '/apis/farm.example.com/v1alpha';
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 
 interface Target { path: string; accept: string }
+
+/**
+ * Servers on CPU 1, the load generator on CPU 0 (as the peers suite): unpinned, two servers of one
+ * comparison were seen at 93–97 % and 101–106 % CPU on the same path, and the GET row swung 0.57–0.80.
+ */
+const PIN = cpus().length >= 2;
+const SERVER_CPU = '1';
+const CLIENT_CPU = '0';
+
+async function started(script: string, args: string[], opts: Parameters<typeof Child.start>[2], cpu: string): Promise<Child> {
+  const child = await Child.start(script, args, opts);
+  if (PIN && child.proc.pid !== undefined && !pin(child.proc.pid, cpu)) throw new Error(`cannot pin ${script} to CPU ${cpu}`);
+  return child;
+}
+const server = (args: string[], opts: Parameters<typeof Child.start>[2] = {}) => started('procs/farmServer.ts', args, opts, SERVER_CPU);
+const loadGenerator = () => started('procs/loadgen.ts', [], {}, CLIENT_CPU);
 interface Pair { bench: string; ours: Target; peer: Target; connections: number }
 
 interface Measured extends RunResult { serverCpuPct: number; serverCpuUsPerRequest: number }
@@ -57,12 +75,12 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
   const warmupMs = ctx.quick ? 300 : 500;
   const durationMs = ctx.quick ? 1000 : 2000;
   const rows: Row[] = [];
-  const detail: Record<string, unknown> = { rounds, warmupMs, durationMs };
+  const detail: Record<string, unknown> = { rounds, warmupMs, durationMs, pinned: PIN ? `servers on CPU ${SERVER_CPU}, load generator on CPU ${CLIENT_CPU}` : 'not pinned (fewer than 2 CPUs)' };
 
-  const srv = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
+  const srv = await server(['--cert-dir', ctx.certDir], { tree: ctx.ours });
   // With --baseline: the same server at that commit, running alongside, measured in the same rounds.
-  const base = ctx.baseline ? await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.baseline }).catch(async (e) => { await srv.stop(); throw e; }) : undefined;
-  const lg = await Child.start('procs/loadgen.ts');
+  const base = ctx.baseline ? await server(['--cert-dir', ctx.certDir], { tree: ctx.baseline }).catch(async (e) => { await srv.stop(); throw e; }) : undefined;
+  const lg = await loadGenerator();
   try {
     for (const s of base ? [srv, base] : [srv]) {
       await s.call('seed', { namespace: 'bench', count: 1 });
@@ -131,10 +149,10 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
     // The server's default --log-level is info, which logs every request (fastify request logging).
     ctx.log(`GET one llama: --log-level info (stdout → /dev/null) vs silent${ctx.baseline ? ` vs info at ${ctx.baseline.label}` : ''}`);
     const infoArgs = ['--cert-dir', ctx.certDir, '--log-level', 'info'];
-    const srvInfo = await Child.start('procs/farmServer.ts', infoArgs, { silent: true, tree: ctx.ours });
-    const srvSilent = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
-    const baseInfo = ctx.baseline ? await Child.start('procs/farmServer.ts', infoArgs, { silent: true, tree: ctx.baseline }) : undefined;
-    const lg2 = await Child.start('procs/loadgen.ts');
+    const srvInfo = await server(infoArgs, { silent: true, tree: ctx.ours });
+    const srvSilent = await server(['--cert-dir', ctx.certDir], { tree: ctx.ours });
+    const baseInfo = ctx.baseline ? await server(infoArgs, { silent: true, tree: ctx.baseline }) : undefined;
+    const lg2 = await loadGenerator();
     try {
       const t: Target = { path: `${API}/namespaces/bench/llamas/llama-000000`, accept: 'application/json' };
       const entries: Entry[] = [{ who: 'info', srv: srvInfo, t }, { who: 'silent', srv: srvSilent, t }];
@@ -168,9 +186,9 @@ export async function httpSuite(ctx: Ctx): Promise<SuiteResult> {
  */
 async function metricsCost(ctx: Ctx, rounds: number, warmupMs: number, durationMs: number, detail: Record<string, unknown>): Promise<Row[]> {
   ctx.log('GET one llama: with request metrics (as main.ts) vs without');
-  const withMetrics = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir, '--metrics'], { tree: ctx.ours });
-  const without = await Child.start('procs/farmServer.ts', ['--cert-dir', ctx.certDir], { tree: ctx.ours });
-  const lg = await Child.start('procs/loadgen.ts');
+  const withMetrics = await server(['--cert-dir', ctx.certDir, '--metrics'], { tree: ctx.ours });
+  const without = await server(['--cert-dir', ctx.certDir], { tree: ctx.ours });
+  const lg = await loadGenerator();
   try {
     const t: Target = { path: `${API}/namespaces/bench/llamas/llama-000000`, accept: 'application/json' };
     const entries: Entry[] = [{ who: 'metrics', srv: withMetrics, t }, { who: 'none', srv: without, t }];
