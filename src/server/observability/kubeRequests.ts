@@ -211,13 +211,13 @@ function countBodyBytes(res: ServerResponse, t: Tracked): void {
   const end = res.end as (...args: unknown[]) => ServerResponse;
   // HTTP/2's end(data) writes through write(): count those bytes once.
   let ending = false;
-  res.write = function (this: ServerResponse, ...args: unknown[]) {
+  res.write = function (...args: unknown[]) {
     if (!ending) t.bytes += byteCount(args[0], args[1]);
-    return write.apply(this, args);
+    return write.apply(res, args);
   } as typeof res.write;
-  res.end = function (this: ServerResponse, ...args: unknown[]) {
+  res.end = function (...args: unknown[]) {
     t.bytes += byteCount(args[0], args[1]);
     ending = true;
-    try { return end.apply(this, args); } finally { ending = false; }
+    try { return end.apply(res, args); } finally { ending = false; }
   } as typeof res.end;
 }
