@@ -9,7 +9,7 @@ import { ApiError } from '../../apimachinery/status.js';
 import { truncatedAuditId } from '../../apimachinery/auditId.js';
 import { toApiError } from '../../endpoints/http.js';
 import { headersDistinct } from '../../endpoints/protocol.js';
-import { ALWAYS_ALLOWED_PATHS, type AuthChain } from '../auth/plugin.js';
+import { isAlwaysAllowedPath, type AuthChain } from '../auth/plugin.js';
 import { anonymous, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
 import { nowMicros, statusOf } from './eventParts.js';
 import { RequestAudit, type Auditing } from './requestAudit.js';
@@ -71,11 +71,6 @@ export function installAudit(app: FastifyInstance, auditing: Auditing | undefine
   });
 }
 
-function isAlwaysAllowed(req: FastifyRequest): boolean {
-  const path = req.info.path;
-  return ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
-}
-
 /** As the auth plugin completes it: every authenticated user is in system:authenticated. */
 function withAuthenticatedGroup(user: UserInfo): UserInfo {
   return user.groups.includes('system:authenticated') ? user : { ...user, groups: [...user.groups, 'system:authenticated'] };
@@ -104,7 +99,7 @@ export function auditedAuthChain(chain: AuthChain): AuthChain {
       }
       if (user) user = withAuthenticatedGroup(user);
       // Standalone refuses anonymous callers outside the health endpoints: a failed authentication.
-      const failed = !user && chain.rejectAnonymous && !isAlwaysAllowed(req);
+      const failed = !user && chain.rejectAnonymous && !isAlwaysAllowedPath(req.info.path);
       ctx?.begin(req, failed ? undefined : user ?? anonymous);
       return user;
     },

@@ -11,7 +11,12 @@ import type { ResourceIndex } from '../../registry/resourceIndex.js';
 import { impersonatedUser } from './impersonation.js';
 import { anonymous, type Authenticator, type Authorizer, type UserInfo } from './types.js';
 
-export const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
+const ALWAYS_ALLOWED_PATHS = ['/healthz', '/readyz', '/livez'];
+
+/** Authorization's AlwaysAllowPaths: the health endpoints and everything under them. */
+export function isAlwaysAllowedPath(path: string): boolean {
+  return ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
+}
 
 export interface AuthChain {
   /** Tried in order; the first that recognizes the request's credentials decides. */
@@ -66,9 +71,8 @@ const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app: FastifyIns
   }
 
   async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const path = req.info.path;
-    // Probes are always allowed (authorization's AlwaysAllowPaths), but still pass the in-flight limit.
-    const alwaysAllowed = ALWAYS_ALLOWED_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
+    // Probes are always allowed, but still pass the in-flight limit.
+    const alwaysAllowed = isAlwaysAllowedPath(req.info.path);
     if (!alwaysAllowed) {
       if (req.user === anonymous && auth.rejectAnonymous) throw errors.unauthorized();
       req.user = await impersonatedUser(req, req.user, auth.authorizer, forbidden);
