@@ -223,7 +223,8 @@ describe('Etcd3Storage on a real etcd', () => {
       stop = true;
       await Promise.all(background);
     }
-    assert.ok(reads > 160 && ranges >= 160, `${reads} consistent gets, ${ranges} etcd ranges`);
+    // Reads share revision ranges (fewer ranges than reads), yet every round's reads needed one sent after its ack.
+    assert.ok(reads > 160 && ranges >= 40 && ranges < reads, `${reads} consistent gets, ${ranges} etcd ranges`);
   });
 
   it('etcd down: unavailable and Unavailable errors, never a hang; back up: the caches resume and no change is lost', { timeout: 60_000 }, async () => {
