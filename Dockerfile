@@ -5,7 +5,9 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --no-audit --no-fund
 COPY src ./src
-RUN npx tsc -p tsconfig.json && npm prune --omit=dev
+COPY scripts/bundle.ts ./scripts/
+# tsc type-checks and emits dist/; scripts/bundle.ts adds the bundled entry point dist/farm-apiserver.js.
+RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
 WORKDIR /app
@@ -15,4 +17,4 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER 1000:1000
 EXPOSE 8443
-ENTRYPOINT ["node", "dist/main.js"]
+ENTRYPOINT ["node", "dist/farm-apiserver.js"]

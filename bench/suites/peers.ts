@@ -13,6 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { bundleInto, ENTRY_NAME } from '../../scripts/bundle.js';
 import { startFarmCluster, type FarmCluster } from '../../test/cluster/farmCluster.js';
 import { Child, freePort, median, nowMs, REPO_DIR, sleep } from '../lib/common.js';
 import { LoadSampler } from '../lib/loadSampler.js';
@@ -105,7 +106,7 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
   const log = (m: string) => ctx.log(`  ${m}`);
 
   const sampleBinDir = await ensurePeerBinaries(log);
-  const oursMain = compiledMain(log); // before anything runs: tsc takes a core for ~20 s
+  const oursMain = await compiledMain(log);
   let fc: FarmCluster | undefined;
   const spawned: Spawned[] = [];
   const children: Child[] = [];
@@ -459,7 +460,7 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
         log(`start to ready ${i}: ours-memory ${o.readyMs.toFixed(0)} ms, sample-apiserver ${p.readyMs.toFixed(0)} ms, ours-etcd3 ${e.readyMs.toFixed(0)} ms; to the first LIST 200: ${o.firstListMs.toFixed(0)}, ${pList.toFixed(0)}, ${e.firstListMs.toFixed(0)} ms`);
       }
       const section = load.mark('between rows');
-      const cmd = oursMain ? `node ${oursMain.slice(REPO_DIR.length + 1)}` : 'node --import tsx src/main.ts (no compiled build)';
+      const cmd = `node ${oursMain.slice(REPO_DIR.length + 1)}`;
       rows.push({
         bench: startBench, metric: `median of ${cfg.starts}`, unit: 'ms', ours: median(starts.ours), peer: median(starts.peer), ratio: median(starts.ours) / median(starts.peer),
         reading: 'ours/sample-apiserver; > 1 = ours slower',
@@ -490,7 +491,7 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
         note: 'ours-memory starts empty',
         load1: section.load1, otherCores: section.otherCores,
       });
-      detail.startToReady = { ...starts, firstList: firstLists, oursCommand: oursMain ?? 'tsx src/main.ts', load: section };
+      detail.startToReady = { ...starts, firstList: firstLists, oursCommand: oursMain, load: section };
     }
     load.mark('end');
     for (const l of threeWayMarkdown(three)) log(l);
@@ -513,23 +514,15 @@ function newestMtime(d: string): number {
 }
 
 /**
- * Compiled JavaScript, as production runs it: dist/main.js when newer than every file in src/, else
- * a private build into .cache/peer-dist/dist (tsc emits even with type errors elsewhere; dist/ is
- * left alone). The copied package.json gives it "type": "module" and src/version.ts's ../package.json.
+ * The bundled entry point, as production runs it (`npm run build`: tsc, then scripts/bundle.ts):
+ * dist/farm-apiserver.js when newer than every file in src/, else a private bundle in .cache/peer-dist
+ * (dist/ is left alone).
  */
-function compiledMain(log: (m: string) => void): string | undefined {
-  const srcMtime = newestMtime(join(REPO_DIR, 'src'));
-  const dist = join(REPO_DIR, 'dist', 'main.js');
-  if (existsSync(dist) && statSync(dist).mtimeMs > srcMtime) return dist;
-  const root = join(REPO_DIR, '.cache', 'peer-dist');
-  const main = join(root, 'dist', 'main.js');
-  if (existsSync(main) && statSync(main).mtimeMs > srcMtime) return main;
-  mkdirSync(root, { recursive: true });
-  copyFileSync(join(REPO_DIR, 'package.json'), join(root, 'package.json'));
-  log('start-to-ready: npx tsc -p tsconfig.json --outDir .cache/peer-dist/dist');
-  const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.json', '--outDir', join(root, 'dist')], { cwd: REPO_DIR, encoding: 'utf8' });
-  if (r.status !== 0) log(`  tsc exited ${r.status} (type errors in files being edited?): ${r.stdout.split('\n')[0]}`);
-  return existsSync(main) && statSync(main).mtimeMs > srcMtime ? main : undefined;
+async function compiledMain(log: (m: string) => void): Promise<string> {
+  const dist = join(REPO_DIR, 'dist', `${ENTRY_NAME}.js`);
+  if (existsSync(dist) && statSync(dist).mtimeMs > newestMtime(join(REPO_DIR, 'src'))) return dist;
+  log('start-to-ready: bundling src/main.ts into .cache/peer-dist');
+  return bundleInto(join(REPO_DIR, '.cache', 'peer-dist'));
 }
 
 /** ms until GET `path` answers 200 (polled every 5 ms with `probe`'s certificate), at most `timeoutMs`. */
@@ -546,10 +539,9 @@ async function untilOk(port: number, path: string, ca: string, probe: { cert: st
  * Spawns our server in cluster mode (plus `extraArgs`) on the server core: ms from spawn to /readyz 200,
  * and to the first GET `listPath` answered 200 after that.
  */
-async function startOurs(dist: string | undefined, kubeconfig: string, certDir: string, probe: { cert: string; key: string }, logFile: string, extraArgs: string[], listPath: string): Promise<{ readyMs: number; firstListMs: number }> {
+async function startOurs(main: string, kubeconfig: string, certDir: string, probe: { cert: string; key: string }, logFile: string, extraArgs: string[], listPath: string): Promise<{ readyMs: number; firstListMs: number }> {
   const port = await freePort();
-  const main = dist ? [dist] : ['--import', 'tsx', join(REPO_DIR, 'src/main.ts')];
-  const args = [...main, '--kubeconfig', kubeconfig, '--port', String(port), '--bind-address', '127.0.0.1', '--cert-dir', certDir, ...extraArgs];
+  const args = [main, '--kubeconfig', kubeconfig, '--port', String(port), '--bind-address', '127.0.0.1', '--cert-dir', certDir, ...extraArgs];
   const [cmd, argv] = PIN ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...args]] : [process.execPath, args];
   const t0 = nowMs();
   const child = spawn(cmd, argv, { cwd: REPO_DIR, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });

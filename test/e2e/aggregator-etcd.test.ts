@@ -1,25 +1,31 @@
 // The aggregator scenarios with the etcd3 backend and two replicas behind a balancer (issue 10): the
 // real kube-apiserver (+ kube-controller-manager) proxies to whichever replica its connection reached;
 // CRUD, watch, namespace deletion and garbage collection work, a replica's crash costs nothing but a
-// reconnect, and a restart of every replica keeps every llama.
+// reconnect, and a restart of every replica keeps every llama. The replicas run the production
+// bundle (scripts/bundle.ts, what `npm start` and the image run), so it is tested in cluster mode.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { bundleInto } from '../../scripts/bundle.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import { eventually, https, llama, spawnKubectl } from './e2e.helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'farm-e2e-etcd-'));
+// Inside the repository, where the packages the bundle keeps (the etcd client) resolve.
+const bundleRoot = join(import.meta.dirname, '..', '..', '.cache', `e2e-bundle-${process.pid}`);
 let cluster: FarmCluster;
 const GV = '/apis/farm.example.com/v1alpha';
 
 before(async () => {
-  cluster = await startFarmCluster({ dir: tmp, withControllerManager: true, storage: 'etcd3', replicas: 2, log: (l) => console.log(`[cluster] ${l}`) });
+  const main = await bundleInto(bundleRoot);
+  cluster = await startFarmCluster({ dir: tmp, withControllerManager: true, storage: 'etcd3', replicas: 2, main, log: (l) => console.log(`[cluster] ${l}`) });
 }, { timeout: 15 * 60_000 });
 
 after(async () => {
   await cluster?.stop();
+  rmSync(bundleRoot, { recursive: true, force: true });
   if (!process.env.FARM_KEEP_CLUSTER_DIR) rmSync(tmp, { recursive: true, force: true });
 });
 

@@ -1,0 +1,50 @@
+// The production entry point: src/main.ts bundled by esbuild into <outdir>/farm-apiserver.js (ESM,
+// split at dynamic imports so a standalone server never loads @kubernetes/client-node's chunk).
+// Why: resolving and loading ~1,000 small module files is most of a start-up; client-node's import
+// alone took ~0.8 s as files against ~0.13 s as one chunk (docs/benchmarks.md, "Start-up").
+// Kept as packages: the etcd client and the OTLP gRPC exporter read .proto files next to their code.
+// The outdir must be a direct child of the repository (src/version.ts reads ../package.json).
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+export const ENTRY_NAME = 'farm-apiserver';
+
+export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
+  // Chunks are named by content hash: the previous build's would pile up.
+  mkdirSync(outdir, { recursive: true });
+  for (const f of readdirSync(outdir)) if (f.startsWith(`${ENTRY_NAME}`) && f.endsWith('.js')) rmSync(join(outdir, f));
+  await build({
+    entryPoints: [join(REPO, 'src/main.ts')],
+    bundle: true,
+    splitting: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outdir,
+    entryNames: ENTRY_NAME,
+    chunkNames: `${ENTRY_NAME}-[hash]`,
+    external: ['etcd3', '@grpc/grpc-js', '@grpc/proto-loader', '@opentelemetry/exporter-trace-otlp-grpc'],
+    // CommonJS packages inside the bundle still call require().
+    banner: { js: "import { createRequire as farmCreateRequire } from 'node:module'; const require = farmCreateRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+  return join(outdir, `${ENTRY_NAME}.js`);
+}
+
+/**
+ * A bundle outside dist/ (tests, benchmarks): `<root>/dist/farm-apiserver.js` with a copy of
+ * package.json in `root`. `root` must be inside the repository, where the kept packages resolve.
+ */
+export async function bundleInto(root: string): Promise<string> {
+  mkdirSync(root, { recursive: true });
+  copyFileSync(join(REPO, 'package.json'), join(root, 'package.json'));
+  return bundle(join(root, 'dist'));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.stdout.write(`${await bundle()}\n`);
+}
