@@ -80,6 +80,7 @@ export const errors = {
     new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`),
   tooLarge: (message = 'the request is too large') => new ApiError(413, 'RequestEntityTooLarge', message),
   serviceUnavailable: (message: string) => new ApiError(503, 'ServiceUnavailable', message),
+  tooManyRequests: (message: string, retryAfterSeconds: number) => new ApiError(429, 'TooManyRequests', message, { retryAfterSeconds }),
   timeout: (message: string, retryAfterSeconds = 1) =>
     new ApiError(504, 'Timeout', message, { retryAfterSeconds }),
   /** storage.NewTooLargeResourceVersionError: the client asked for a resourceVersion this server has not reached. */

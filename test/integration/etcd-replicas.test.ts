@@ -35,6 +35,20 @@ async function ok<T>(p: Promise<{ status: number; body: string; json<U>(): U }>,
   return r.json<T>();
 }
 
+/**
+ * A request as client-go sends it: a 429 (a restarted replica whose watch cache is still being filled
+ * answers so, KEP-4568) is retried after its Retry-After, for at most 30 s.
+ */
+async function retrying429<R extends { status: number; headers?: Record<string, string | string[] | undefined> }>(send: () => Promise<R>): Promise<R> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const r = await send();
+    if (r.status !== 429 || Date.now() > deadline) return r;
+    const after = Number(r.headers?.['retry-after'] ?? 1);
+    await new Promise((res) => setTimeout(res, after * 1000));
+  }
+}
+
 async function nextEvent(s: Stream, timeoutMs = 10_000): Promise<WatchEvent> {
   return JSON.parse(await s.next(timeoutMs)) as WatchEvent;
 }
@@ -98,12 +112,12 @@ describe('replicas on one etcd', () => {
     await Promise.all([a.kill('SIGTERM'), b.kill('SIGTERM')]);
     await Promise.all([a.start(), b.start()]);
     for (const r of [a, b]) {
-      const after = await ok<{ items: Llama[] }>(r.request('GET', base));
+      const after = await ok<{ items: Llama[] }>(retrying429(() => r.request('GET', base)));
       assert.deepEqual(after.items.map((l) => [l.metadata.name, l.metadata.uid, l.metadata.resourceVersion]),
         before.items.map((l) => [l.metadata.name, l.metadata.uid, l.metadata.resourceVersion]));
     }
     // Nothing was written meanwhile: the last RV seen before the restart is where both caches start.
-    const w = await a.stream(`${base}?watch=true&resourceVersion=${before.metadata.resourceVersion}`);
+    const w = await retrying429(() => a.stream(`${base}?watch=true&resourceVersion=${before.metadata.resourceVersion}`));
     assert.equal(w.status, 200);
     const next = await ok<Llama>(b.request('POST', base, llama('after-restart')));
     const ev = await nextEvent(w);
@@ -144,7 +158,7 @@ describe('replicas on one etcd', () => {
     assert.ok(acknowledged.size > 20, `only ${acknowledged.size} writes acknowledged`);
 
     for (const r of [a, b]) {
-      const list = await ok<{ items: Llama[] }>(r.request('GET', base));
+      const list = await ok<{ items: Llama[] }>(retrying429(() => r.request('GET', base)));
       const stored = new Map(list.items.map((l) => [l.metadata.name, l]));
       for (const [name, ack] of acknowledged) {
         const l = stored.get(name);

@@ -1,7 +1,8 @@
 // What the etcd3 backend adds to the storage contract, against a real etcd: replicas sharing one etcd
 // (same changes in the same order at the same resourceVersions, watches and consistent reads across
 // them), an etcd outage (unavailable, then recovery without losing a change), a compacted resume
-// (relist, watchers closed, older resourceVersions TooOld) and the layout of keys and values in etcd.
+// (relist, watchers closed, older resourceVersions TooOld), reads while the cache is being filled
+// (KEP-4568: from etcd, or 429) and the layout of keys and values in etcd.
 import assert from 'node:assert/strict';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -13,7 +14,10 @@ import { isStorageError } from '../../src/storage/errors.js';
 import type { Change, WatchItem } from '../../src/storage/interfaces.js';
 import { freePort } from '../cluster/controlPlane.js';
 import { startEtcd, type TestEtcd } from '../helpers/etcd.js';
-import { describeItem, llama, rejectsWithCode, takeItems, withLabels, within } from './harness.js';
+import fc from 'fast-check';
+import type { ListResult } from '../../src/storage/interfaces.js';
+import { listOpts } from './contractLists.js';
+import { describeItem, keysOf, llama, rejectsWithApiError, rejectsWithCode, takeItems, withLabels, within } from './harness.js';
 
 const CASE = { timeout: 45_000 };
 const PREFIX = '/registry/farm.example.com/llamas';
@@ -268,7 +272,8 @@ describe('Etcd3Storage on a real etcd', () => {
       const x2 = (await increment(a, 'ns/x')).entry;
       await a.compact(a.resourceVersion);
       await partition.connect();
-      await eventually(() => b.unavailable() === undefined, 'the replica resyncs', 20_000);
+      // etcd first confirms the resumed watch, then cancels it as compacted: synced *and* past the compaction.
+      await eventually(() => b.unavailable() === undefined && b.resourceVersion >= x2.rv, 'the replica resyncs', 20_000);
       assert.equal(await within(w.next(), 2_000, 'the watcher ends'), undefined);
       assert.equal(w.closedReason, 'closed');
       await rejectsWithCode(b.watch({ prefix: 'ns/', fromRV: x.rv, predicate: {}, capacity: 100 }), 'TooOld');
@@ -340,5 +345,91 @@ describe('Etcd3Storage on a real etcd', () => {
       one.close();
       two.close();
     }
+  });
+
+  describe('while the cache is being filled (KEP-4568, as CacheDelegator)', () => {
+    /** Every page of a list, following its continue tokens. */
+    async function allPages(st: Etcd3Storage, prefix: string, limit: number): Promise<ListResult[]> {
+      const pages = [await st.list(listOpts({ prefix, limit }))];
+      for (let last = pages[0]; last.continue; pages.push(last)) last = await st.list(listOpts({ prefix, limit, continue: last.continue }));
+      return pages;
+    }
+
+    it("serves gets and limited lists from etcd, equal to a synced replica's; other lists and watches get 429; writes do not wait", { timeout: 90_000 }, async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      for (const key of ['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e', 'other/a', 'other/b', 'zz/a']) await a.create(key, llama(key));
+      // b lists at once but its watch is held: its cache stays "filling" until the test lets it go.
+      const client = connectEtcd({ hosts: [etcd.url] });
+      let release: () => void = () => {};
+      const gate = new Promise<void>((r) => { release = r; });
+      const held: EtcdClient = { ...client, watchStream: async () => { await gate; return client.watchStream(); } };
+      const b = new Etcd3Storage({ client: held, prefix, historyLimit: 1000 });
+      open.push({ storage: b, client });
+      const started = b.start();
+      try {
+        assert.deepEqual(await b.get('ns/c'), a.view.get('ns/c'));
+        assert.equal(await b.get('ns/none'), undefined);
+        await rejectsWithCode(b.get('ns/c', String(a.resourceVersion + 1000)), 'TooLargeResourceVersion');
+
+        await fc.assert(fc.asyncProperty(fc.constantFrom('ns/', 'other/', '', 'none/'), fc.integer({ min: 1, max: 9 }), async (p, limit) => {
+          const pages = await allPages(b, p, limit);
+          const rv = pages[0].resourceVersion;
+          const whole = await a.list(listOpts({ prefix: p, resourceVersion: String(rv), resourceVersionMatch: 'Exact' }));
+          assert.deepEqual(pages.flatMap((pg) => pg.items), whole.items);
+          let taken = 0;
+          for (const pg of pages) {
+            assert.equal(pg.resourceVersion, rv, 'every page at the first one\'s revision');
+            assert.ok(pg.items.length <= limit);
+            taken += pg.items.length;
+            assert.equal(pg.remainingItemCount, pg.continue ? whole.items.length - taken : undefined);
+          }
+        }), { seed: 11, numRuns: 20 });
+
+        const initializing = /^storage is \(re\)initializing$/;
+        const refused = await rejectsWithApiError(b.list(listOpts({ prefix: 'ns/' })), 429, initializing);
+        assert.ok((refused.details?.retryAfterSeconds ?? 0) >= 1);
+        await rejectsWithApiError(b.list(listOpts({ prefix: 'ns/', limit: 2, predicate: { matches: () => true } })), 429, initializing);
+        await rejectsWithApiError(b.watch({ prefix: 'ns/', fromRV: 0, predicate: {}, capacity: 10 }), 429, initializing);
+
+        const t0 = performance.now();
+        const written = await b.create('ns/f', llama('ns/f'));
+        assert.ok(performance.now() - t0 < 1_500, 'a write does not wait for the fill');
+        assert.equal((await b.get('ns/f'))?.rv, written.rv);
+        // A page read from etcd during the fill continues after it.
+        const first = await b.list(listOpts({ prefix: 'ns/', limit: 2 }));
+        await a.create('ns/g', llama('ns/g'));
+        release();
+        await within(started, 10_000, 'the fill');
+        let rest = first;
+        const keys = keysOf(first.items);
+        while (rest.continue) {
+          rest = await b.list(listOpts({ prefix: 'ns/', limit: 2, continue: rest.continue }));
+          keys.push(...keysOf(rest.items));
+        }
+        assert.deepEqual(keys, ['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e', 'ns/f'], 'as of the first page');
+        assert.deepEqual(keysOf((await b.list(listOpts({ prefix: 'ns/' }))).items), ['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e', 'ns/f', 'ns/g']);
+      } finally {
+        release();
+      }
+    });
+
+    it('a page from before the watch cache\'s window continues from etcd, as the cacher delegates it', CASE, async () => {
+      const prefix = freshPrefix();
+      const client = connectEtcd({ hosts: [etcd.url] });
+      const s = new Etcd3Storage({ client, prefix, historyLimit: 2 });
+      open.push({ storage: s, client });
+      await s.start();
+      for (const key of ['ns/a', 'ns/b', 'ns/c']) await s.create(key, llama(key));
+      const first = await s.list(listOpts({ prefix: 'ns/', limit: 1 }));
+      for (let i = 0; i < 6; i++) await increment(s, 'ns/a');
+      await s.create('ns/d', llama('ns/d'));
+      // Watches are not delegated: one from the first page's revision shows it is outside the cache's window.
+      await rejectsWithCode(s.watch({ prefix: 'ns/', fromRV: first.resourceVersion, predicate: {}, capacity: 10 }), 'TooOld');
+      const next = await s.list(listOpts({ prefix: 'ns/', limit: 5, continue: first.continue }));
+      assert.deepEqual(keysOf(next.items), ['ns/b', 'ns/c']);
+      assert.equal(next.resourceVersion, first.resourceVersion);
+      assert.equal(next.continue, undefined);
+    });
   });
 });

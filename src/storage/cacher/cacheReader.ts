@@ -46,6 +46,8 @@ export class CacheReader implements Reader {
       if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
       const c = decodeContinue(opts.continue, opts.prefix);
       if (c.rv < cache.oldestRV) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
+      // A page another replica (or etcd) answered may be ahead of this cache: the rest must include what it did.
+      await this.waitUntilFresh(String(c.rv));
       atRV = c.rv;
       startAfter = c.startAfter;
     } else {

@@ -24,7 +24,11 @@ export const PROGRESS_INTERVAL_MS = 100;
 interface StreamEnd { reason: string; relist: boolean }
 
 export class CacheFeed {
-  private why: string | undefined = 'the watch cache has not synced with etcd yet';
+  private whyNot: string | undefined = 'the watch cache has not synced with etcd yet';
+  /** When the cache last stopped following etcd (the cacher's downtime, which sets a 429's Retry-After). */
+  private downSince = performance.now();
+  /** A list into the cache is under way (the first one, or a relist) and etcd has not failed it. */
+  private filling = true;
   private stream: WatchStream | undefined;
   private stopped = false;
   private loop: Promise<void> | undefined;
@@ -42,6 +46,19 @@ export class CacheFeed {
 
   /** Why the cache may be behind etcd right now (not synced, relisting, etcd unreachable); undefined when it follows etcd. */
   unavailable(): string | undefined { return this.why; }
+
+  /** True while the cache is being filled from an etcd that answers (KEP-4568: reads go to etcd or get 429 meanwhile). */
+  initializing(): boolean { return this.filling && this.why !== undefined; }
+
+  /** ms since the cache stopped following etcd (0 while it follows). */
+  downtimeMs(): number { return this.why === undefined ? 0 : performance.now() - this.downSince; }
+
+  private get why(): string | undefined { return this.whyNot; }
+
+  private set why(reason: string | undefined) {
+    if (reason !== undefined && this.whyNot === undefined) this.downSince = performance.now();
+    this.whyNot = reason;
+  }
 
   /** Resolves once the cache follows etcd; rejects (and stops) if that takes longer than `timeoutMs` (Infinity: never). */
   async start(timeoutMs: number): Promise<void> {
@@ -102,6 +119,7 @@ export class CacheFeed {
       try {
         if (relist) {
           this.why = 'relisting from etcd';
+          this.filling = true;
           await this.relist();
           relist = false;
         }
@@ -109,8 +127,10 @@ export class CacheFeed {
         // A compacted resume relists at once; a lost connection waits before trying again.
         relist = again = end.relist;
         if (!this.stopped) this.why = end.reason;
+        this.filling = end.relist;
       } catch (e) {
         if (!this.stopped) this.why = `etcd: ${(e as Error).message}`;
+        this.filling = false;
       }
       if (this.stopped || again) continue;
       await new Promise<void>((resolve) => {
@@ -181,6 +201,7 @@ export class CacheFeed {
           const next = this.onResponse(res);
           if (next === 'synced') {
             this.why = undefined;
+            this.filling = false;
             onSynced();
             for (const w of this.syncWaiters.splice(0)) w();
             this.stopWaiters.length = 0;

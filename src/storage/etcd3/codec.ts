@@ -23,6 +23,24 @@ export class EtcdKeys {
   range(): { key: Buffer; range_end: Buffer } {
     return { key: Buffer.from(`${this.prefix}/`), range_end: Buffer.from(`${this.prefix}0`) };
   }
+
+  /** [key, range_end) of the storage keys starting with `storagePrefix` ("ns/", or "" for all). */
+  rangeOf(storagePrefix: string): { key: Buffer; range_end: Buffer } {
+    const key = this.key(storagePrefix);
+    return { key, range_end: prefixEnd(key) };
+  }
+}
+
+/** clientv3.GetPrefixRangeEnd: the first key after every key starting with `prefix`. */
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i] < 0xff) {
+      end[i]++;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]); // all 0xff: to the end of the keyspace
 }
 
 /** etcd revisions come back as decimal strings (int64): exact as numbers up to 2^53. */
@@ -53,4 +71,13 @@ export function storageErrorOf(e: unknown): unknown {
   if (/required revision has been compacted/.test(m)) return storageErrors.tooOldMessage('The resourceVersion for the provided list is too old.');
   // Everything else a client cannot fix: etcd down, a deadline, an open circuit breaker, leader loss.
   return storageErrors.unavailable(`etcd: ${m}`);
+}
+
+/** Runs one etcd call; its failure as the storage contract's error. */
+export async function etcdCall<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw storageErrorOf(e);
+  }
 }

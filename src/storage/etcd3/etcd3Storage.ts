@@ -2,17 +2,22 @@
 // transactions that compare the key's mod_revision, reads are served from a watch cache that one
 // etcd watch feeds. Consistent reads (resourceVersion "") first learn etcd's current revision and wait
 // for the cache to reach it, so a write acknowledged by any replica is seen by the next read on another.
+// While the cache is being filled (KEP-4568, as k8s.io/apiserver's CacheDelegator), gets and plain
+// paginated lists are read from etcd and other lists and watches get 429, so a replica serves at once.
 import { parseRV } from '../../apimachinery/resourceVersion.js';
+import { errors } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { CacheReader, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
 import { ObjectCache } from '../cacher/objectCache.js';
+import { decodeContinue } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
-import type { CacheView, Entry, ListOptions, ListResult, Preconditions, Storage, TryUpdate, UpdateOptions } from '../interfaces.js';
+import type { CacheView, Entry, ListOptions, ListResult, Preconditions, Storage, TryUpdate, UpdateOptions, Watcher, WatchOptions } from '../interfaces.js';
 import { checkJsonSize, checkPreconditions, sameObject, stamped } from '../objects.js';
 import { CacheFeed } from './cacheFeed.js';
 import { SharedRead } from './sharedRead.js';
 import type { EtcdClient, IRangeResponse, ITxnResponse } from './client.js';
-import { decodeEntry, EtcdKeys, encodeValue, resourceVersionFieldLength, revision, storageErrorOf } from './codec.js';
+import { decodeEntry, etcdCall, EtcdKeys, encodeValue, resourceVersionFieldLength, revision } from './codec.js';
+import { EtcdReads } from './etcdReads.js';
 
 /** The size bound on a value as stored, measured as the object served at `rv` (without serializing it again). */
 function checkValueSize(value: string, rv: number, prev: Entry | undefined, allowGrowth?: boolean): void {
@@ -43,12 +48,15 @@ export class Etcd3Storage extends CacheReader implements Storage {
   private readonly startTimeoutMs: number;
   /** etcd's current revision, one Range shared by the consistent reads that wait on it. */
   private readonly currentRevision: SharedRead<number>;
+  /** What the cache cannot serve, read from etcd itself. */
+  private readonly etcd: EtcdReads;
 
   constructor(opts: Etcd3StorageOptions) {
     const keys = new EtcdKeys(opts.prefix);
     const cache = new ObjectCache(opts.historyLimit, 0);
     const feed = new CacheFeed(opts.client, keys, cache);
-    super(cache, () => feed.unavailable());
+    // Being filled is not unavailable: reads go to etcd or get 429 (unavailable answers every verb 503).
+    super(cache, () => (feed.initializing() ? undefined : feed.unavailable()));
     this.objects = cache;
     this.view = cache;
     this.feed = feed;
@@ -56,7 +64,8 @@ export class Etcd3Storage extends CacheReader implements Storage {
     this.client = opts.client;
     this.startTimeoutMs = opts.startTimeoutMs ?? 10_000;
     const range = { key: keys.range().key, keys_only: true };
-    this.currentRevision = new SharedRead(async () => revision((await this.call(() => opts.client.range(range))).header.revision));
+    this.currentRevision = new SharedRead(async () => revision((await etcdCall(() => opts.client.range(range))).header.revision));
+    this.etcd = new EtcdReads(opts.client, keys, () => this.currentRevision.read());
   }
 
   /** Lists the prefix into the cache and starts following etcd; resolves once the cache is synced. */
@@ -66,7 +75,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
   stop(): Promise<void> { return this.feed.stop(); }
 
   /** Compacts etcd's history up to `revision` (kube's compactor, run by tests until ours exists). */
-  compact(revision: number): Promise<void> { return this.call(() => this.client.compact(revision)); }
+  compact(revision: number): Promise<void> { return etcdCall(() => this.client.compact(revision)); }
 
   override async waitUntilFresh(resourceVersion: string): Promise<void> {
     const rv = parseRV(resourceVersion);
@@ -75,13 +84,38 @@ export class Etcd3Storage extends CacheReader implements Storage {
   }
 
   override async get(key: string, resourceVersion = ''): Promise<Entry | undefined> {
+    if (this.feed.initializing()) return this.etcd.get(key, resourceVersion);
     if (resourceVersion === '') await this.consistentRead();
     return super.get(key, resourceVersion);
   }
 
+  /**
+   * CacheDelegator.GetList: from the cache, except what it cannot serve, which is read from etcd: a
+   * page after one from before the cache's window or from etcd, an Exact list before its window, and,
+   * while it is being filled, a list with a limit and no selector (a client's first page, a
+   * reflector's paginated list). Any other list gets 429 until the cache is filled.
+   */
   override async list(opts: ListOptions): Promise<ListResult> {
-    if (opts.resourceVersion === '' && !opts.continue) await this.consistentRead();
+    const initializing = this.feed.initializing();
+    if (opts.continue) {
+      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
+      const c = decodeContinue(opts.continue, opts.prefix);
+      if (initializing || c.rv < this.objects.oldestRV) return this.etcd.list(opts, c.rv, c.startAfter);
+      return super.list(opts);
+    }
+    const rv = parseRV(opts.resourceVersion);
+    if (opts.resourceVersionMatch === 'Exact' && rv && (initializing || rv < this.objects.oldestRV)) return this.etcd.list(opts, rv);
+    if (initializing) {
+      if (opts.limit <= 0 || opts.predicate.matches || opts.predicate.onlyKey !== undefined) throw this.notReady();
+      return this.etcd.list(opts, undefined, undefined, rv ? opts.resourceVersion : undefined);
+    }
+    if (opts.resourceVersion === '') await this.consistentRead();
     return super.list(opts);
+  }
+
+  override async watch(opts: WatchOptions): Promise<Watcher> {
+    if (this.feed.initializing()) throw this.notReady();
+    return super.watch(opts);
   }
 
   async create(key: string, object: KubeObject): Promise<Entry> {
@@ -166,7 +200,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
       });
       if (txn.succeeded) {
         const rv = revision(txn.header.revision);
-        await this.objects.waitUntilFresh(rv, FRESHNESS_WAIT_MS);
+        await this.caughtUp(rv);
         // The deleted state (the compare proved it was the last one), at the deletion's revision.
         return stamped(key, current.object, rv);
       }
@@ -175,14 +209,28 @@ export class Etcd3Storage extends CacheReader implements Storage {
     }
   }
 
+  /** The cacher's answer while it is not ready: 429, Retry-After growing with the downtime (1 s to 30 s). */
+  private notReady() {
+    const retryAfter = Math.trunc(Math.min(30, Math.max(1, Math.exp(0.06 * this.feed.downtimeMs() / 1000))));
+    return errors.tooManyRequests('storage is (re)initializing', retryAfter);
+  }
+
   /**
    * A write is acknowledged once this replica's cache has it, so the writer's next read here (and
    * the reader's resourceVersion) sees it; the cache's own entry is handed back when it is the one written.
    */
   private async committed(key: string, value: string, rv: number): Promise<Entry> {
-    await this.objects.waitUntilFresh(rv, FRESHNESS_WAIT_MS);
+    await this.caughtUp(rv);
     const cached = this.objects.get(key);
     return cached?.rv === rv ? cached : stamped(key, JSON.parse(value) as KubeObject, rv);
+  }
+
+  /**
+   * Waits (at most the watch cache's 3 s) until the cache has `rv`. Not while it is being filled: reads
+   * go to etcd then, and a write must not wait for a fill of any length.
+   */
+  private async caughtUp(rv: number): Promise<void> {
+    if (!this.feed.initializing()) await this.objects.waitUntilFresh(rv, FRESHNESS_WAIT_MS);
   }
 
   /**
@@ -214,7 +262,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
 
   /** The key's state in etcd now (linearizable). */
   private async fetch(key: string): Promise<Entry | undefined> {
-    return this.entryOf(await this.call(() => this.client.range({ key: this.keys.key(key) })));
+    return this.entryOf(await etcdCall(() => this.client.range({ key: this.keys.key(key) })));
   }
 
   private entryOf(res: IRangeResponse | undefined): Entry | undefined {
@@ -223,14 +271,6 @@ export class Etcd3Storage extends CacheReader implements Storage {
   }
 
   private txn(req: Parameters<EtcdClient['txn']>[0]): Promise<ITxnResponse> {
-    return this.call(() => this.client.txn(req));
-  }
-
-  private async call<T>(f: () => Promise<T>): Promise<T> {
-    try {
-      return await f();
-    } catch (e) {
-      throw storageErrorOf(e);
-    }
+    return etcdCall(() => this.client.txn(req));
   }
 }
