@@ -33,6 +33,8 @@ export interface EtcdConnection {
 
 type CallPolicy = NonNullable<NonNullable<IOptions['faultHandling']>['global']>;
 
+const neverAborted = new AbortController().signal;
+
 /**
  * Runs each call once. etcd3's default retries any call three times on UNAVAILABLE, including a Txn
  * whose first attempt may have committed before the connection dropped: its retry would fail the
@@ -44,7 +46,8 @@ const callOnce: CallPolicy = {
   _altReturn: undefined as never,
   onSuccess: () => ({ dispose() {} }),
   onFailure: () => ({ dispose() {} }),
-  execute: async (fn) => fn({ signal: new AbortController().signal }),
+  // etcd3 never reads the signal: one that is never aborted serves every call (an AbortController per call cost ~5 µs).
+  execute: async (fn) => fn({ signal: neverAborted }),
 };
 
 /** The etcd3 client with what the store needs from gRPC: no message size cap, keepalive to notice a dead peer. */
