@@ -133,4 +133,6 @@ export interface CacheView {
   readonly watcherCount: number;
   get(key: string): Entry | undefined;
   subscribe(listener: (c: Change) => void): () => void;
+  /** Told after the whole content was replaced (a relist), which comes as no change. */
+  onReset(listener: () => void): () => void;
 }

@@ -112,6 +112,11 @@ export function listCases(make: MakeStorage): void {
       const now = [a1.entry, c, d];
       assert.deepEqual((await storage.list(listOpts({ prefix: 'ns/', resourceVersion: String(rv0), resourceVersionMatch: 'NotOlderThan' }))).items, now);
       assert.deepEqual((await storage.list(listOpts({ prefix: 'ns/', resourceVersion: String(rv0) }))).items, now, 'an RV without Exact is "not older than"');
+      // ValidateListOptions' legacy case: an RV above 0 with a limit (a reflector's relist) is read exactly there.
+      const legacy = await allPages(storage, listOpts({ prefix: 'ns/', resourceVersion: String(rv0), limit: 2 }));
+      assert.deepEqual(legacy.items, before, 'an RV with a limit is Exact');
+      assert.equal(legacy.pages[0].resourceVersion, rv0);
+      assert.deepEqual((await storage.list(listOpts({ prefix: 'ns/', resourceVersion: '0', limit: 2 }))).items, now.slice(0, 2), '"0" with a limit is any');
       const latest = await storage.list(listOpts({ prefix: 'ns/' }));
       assert.deepEqual(latest.items, now);
       assert.equal(latest.resourceVersion, d.rv);

@@ -363,7 +363,12 @@ describe('Etcd3Storage on a real etcd', () => {
       const client = connectEtcd({ hosts: [etcd.url] });
       let release: () => void = () => {};
       const gate = new Promise<void>((r) => { release = r; });
-      const held: EtcdClient = { ...client, watchStream: async () => { await gate; return client.watchStream(); } };
+      let ranges = 0;
+      const held: EtcdClient = {
+        ...client,
+        range: (req) => { ranges++; return client.range(req); },
+        watchStream: async () => { await gate; return client.watchStream(); },
+      };
       const b = new Etcd3Storage({ client: held, prefix, historyLimit: 1000 });
       open.push({ storage: b, client });
       const started = b.start();
@@ -391,6 +396,16 @@ describe('Etcd3Storage on a real etcd', () => {
         assert.ok((refused.details?.retryAfterSeconds ?? 0) >= 1);
         await rejectsWithApiError(b.list(listOpts({ prefix: 'ns/', limit: 2, predicate: { matches: () => true } })), 429, initializing);
         await rejectsWithApiError(b.watch({ prefix: 'ns/', fromRV: 0, predicate: {}, capacity: 10 }), 429, initializing);
+        // A watch from a resourceVersion first waits for the cache to reach it: not during a fill (429 at once, as the cacher).
+        const t1 = performance.now();
+        await rejectsWithApiError(b.waitUntilFresh(String(a.resourceVersion)), 429, initializing);
+        assert.ok(performance.now() - t1 < 1_000, 'no freshness wait before the 429');
+        // A selector that matches little: pages of twice the keys each time (store.go's pagedChunks), not one Range per key.
+        for (let i = 0; i < 60; i++) await a.create(`many/m${String(i).padStart(2, '0')}`, llama(`many/m${i}`));
+        const before = ranges;
+        const none = await b.list(listOpts({ prefix: 'many/', limit: 1, continue: (await b.list(listOpts({ prefix: 'many/', limit: 1 }))).continue, predicate: { matches: () => false } }));
+        assert.deepEqual(none.items, []);
+        assert.ok(ranges - before <= 8, `${ranges - before} ranges for 60 keys`);
 
         const t0 = performance.now();
         const written = await b.create('ns/f', llama('ns/f'));
@@ -412,6 +427,43 @@ describe('Etcd3Storage on a real etcd', () => {
       } finally {
         release();
       }
+    });
+
+    it('a page another replica answered, ahead of this one\'s lagging cache, continues from etcd at once', CASE, async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const client = connectEtcd({ hosts: [etcd.url] });
+      // b's watch events arrive 3 s late: its cache stays behind a's writes for that long.
+      const lagging: EtcdClient = {
+        ...client,
+        watchStream: async () => {
+          const stream = await client.watchStream();
+          return new Proxy(stream, {
+            get(target, prop) {
+              if (prop === 'on') {
+                return (event: string, fn: (...args: unknown[]) => void) => {
+                  const on = target.on.bind(target) as (e: string, f: (...args: unknown[]) => void) => unknown;
+                  on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), 3_000); } : fn);
+                  return target;
+                };
+              }
+              const v = Reflect.get(target, prop) as unknown;
+              return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
+            },
+          });
+        },
+      };
+      const b = new Etcd3Storage({ client: lagging, prefix, historyLimit: 1000 });
+      open.push({ storage: b, client });
+      await b.start();
+      for (const key of ['ns/a', 'ns/b', 'ns/c']) await a.create(key, llama(key));
+      const first = await a.list(listOpts({ prefix: 'ns/', limit: 1 }));
+      assert.ok(first.resourceVersion > b.resourceVersion, 'b is behind the first page');
+      const t0 = performance.now();
+      const rest = await b.list(listOpts({ prefix: 'ns/', limit: 5, continue: first.continue }));
+      assert.ok(performance.now() - t0 < 1_000, 'no wait for the lagging cache');
+      assert.deepEqual(keysOf(rest.items), ['ns/b', 'ns/c']);
+      assert.equal(rest.resourceVersion, first.resourceVersion);
     });
 
     it('a page from before the watch cache\'s window continues from etcd, as the cacher delegates it', CASE, async () => {

@@ -337,6 +337,26 @@ describe('FarmPodSource', () => {
     seen.close();
   });
 
+  it('re-enriches FarmPods when the Llamas are replaced by a relist (an etcd3 replica filling its cache after the Pods synced), in one step', async () => {
+    const { up, src, llamas } = setup([{ status: 200, rv: '300', items: [
+      pod('a', { rv: '290', labels: { [LLAMA_LABEL]: 'dolly' } }), pod('b', { rv: '291', labels: { [LLAMA_LABEL]: 'molly' } }), pod('c', { rv: '292' }),
+    ] }]);
+    src.reflector.start();
+    await up.nextWatch(1);
+    assert.deepEqual(llamaOf(src, 'farm/a'), { name: 'dolly', found: false });
+    const seen = await collect(src, '300.0');
+    const dolly = llama('dolly', { weight: 120, height: 1.7, color: 'brown' });
+    llamas.reset([makeEntry('farm/dolly', dolly, 50)], 50);
+    await tick();
+    assert.deepEqual(seen.stamped(), ['MODIFIED farm/a 300.50'], 'only the FarmPod whose summary changed, at the Llamas\' position');
+    assert.deepEqual(llamaOf(src, 'farm/a'), { name: 'dolly', found: true, weight: 120, height: 1.7, color: 'brown' });
+    assert.deepEqual(llamaOf(src, 'farm/b'), { name: 'molly', found: false });
+    llamas.reset([], 60);
+    await tick();
+    assert.deepEqual(llamaOf(src, 'farm/a'), { name: 'dolly', found: false }, 'a relist without it: missing again');
+    seen.close();
+  });
+
   it('a relabelled Pod follows its new Llama and no longer its old one; a deleted Pod follows none', async () => {
     const { up, src, putLlama } = setup([{ status: 200, rv: '400', items: [pod('a', { rv: '390', labels: { [LLAMA_LABEL]: 'dolly' } })] }]);
     putLlama(llama('dolly', { weight: 100, height: 1.5, color: 'white' }));

@@ -141,7 +141,9 @@ export class FarmPodSource {
       event: (type, obj) => this.event(type, obj as Pod),
       progress: (rv) => { this.podRV = Math.max(this.podRV, Number(rv) || 0); },
     });
-    llamas.subscribe((c) => this.llamaChanged(c));
+    llamas.subscribe((c) => this.llamasChanged([c.entry.key]));
+    // A relist of the llamas (an etcd3 replica's first fill) replaces them without changes: look at every embedded one.
+    llamas.onReset(() => this.llamasChanged(this.byLlama.keys()));
   }
 
   unavailable(): string | undefined {
@@ -178,17 +180,17 @@ export class FarmPodSource {
     this.apply({ type: type === 'DELETED' ? 'DELETED' : prev ? 'MODIFIED' : 'ADDED', rv: seq, entry, prev });
   }
 
-  /** A llama edit changes the FarmPods that embed it: one step for all of them, at the llama's position. */
-  private llamaChanged(c: Change): void {
-    const podKeys = this.byLlama.get(c.entry.key);
-    if (!podKeys) return;
+  /** Llama edits change the FarmPods that embed them: one step for all of them, at the llamas' position. */
+  private llamasChanged(llamaKeys: Iterable<string>): void {
     const changed: { pod: Pod; prev: Entry }[] = [];
-    for (const key of podKeys) {
-      const pod = this.pods.get(key);
-      const prev = this.cache.get(key);
-      if (!pod || !prev) continue;
-      // Compared at the FarmPod's current resourceVersion: only a different summary is a change.
-      if (JSON.stringify(toFarmPod(pod, this.lookup, prev.object.metadata.resourceVersion)) !== prev.json) changed.push({ pod, prev });
+    for (const llamaKey of llamaKeys) {
+      for (const key of this.byLlama.get(llamaKey) ?? []) {
+        const pod = this.pods.get(key);
+        const prev = this.cache.get(key);
+        if (!pod || !prev) continue;
+        // Compared at the FarmPod's current resourceVersion: only a different summary is a change.
+        if (JSON.stringify(toFarmPod(pod, this.lookup, prev.object.metadata.resourceVersion)) !== prev.json) changed.push({ pod, prev });
+      }
     }
     if (changed.length === 0) return;
     const { seq, rv } = this.nextStep('llama');

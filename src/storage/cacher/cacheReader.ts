@@ -51,9 +51,9 @@ export class CacheReader implements Reader {
       atRV = c.rv;
       startAfter = c.startAfter;
     } else {
-      const rv = parseRV(opts.resourceVersion);
       await this.waitUntilFresh(opts.resourceVersion);
-      if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
+      const rv = exactResourceVersion(opts);
+      if (rv !== undefined) {
         if (rv < cache.oldestRV) throw storageErrors.tooOld(rv, cache.oldestRV);
         atRV = rv;
       }
@@ -89,6 +89,17 @@ export class CacheReader implements Reader {
       throw e;
     }
   }
+}
+
+/**
+ * The resourceVersion a list is read at exactly (storage.ValidateListOptions): with
+ * resourceVersionMatch=Exact, and in the legacy form, a resourceVersion above 0 with a limit.
+ */
+export function exactResourceVersion(opts: ListOptions): number | undefined {
+  const rv = parseRV(opts.resourceVersion);
+  if (rv === undefined) return undefined;
+  if (opts.resourceVersionMatch === 'Exact') return rv;
+  return opts.resourceVersionMatch === '' && opts.limit > 0 && rv > 0 ? rv : undefined;
 }
 
 /**

@@ -128,6 +128,7 @@ export class ObjectCache implements CacheView {
   private history: Change[] = [];
   private readonly watchers = new Set<CacheWatcher>();
   private readonly listeners = new Set<(c: Change) => void>();
+  private readonly resetListeners = new Set<() => void>();
   private rv: number;
   /** Every change after this RV is in `history`. */
   private compactedRV: number;
@@ -169,6 +170,11 @@ export class ObjectCache implements CacheView {
     return () => this.listeners.delete(listener);
   }
 
+  onReset(listener: () => void): () => void {
+    this.resetListeners.add(listener);
+    return () => this.resetListeners.delete(listener);
+  }
+
   /**
    * Replaces everything (an upstream relist): history restarts at `rv`, so older resourceVersions
    * get 410, and open watchers are closed to make their clients relist, as the watch cache does.
@@ -182,6 +188,7 @@ export class ObjectCache implements CacheView {
     this.compactedRV = rv;
     this.wakeFresh();
     this.closeAllWatchers();
+    for (const l of this.resetListeners) l();
   }
 
   /** Advances the RV without a change (e.g. an upstream bookmark). */

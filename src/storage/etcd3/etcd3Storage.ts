@@ -7,7 +7,7 @@
 import { parseRV } from '../../apimachinery/resourceVersion.js';
 import { errors } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import { CacheReader, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
+import { CacheReader, exactResourceVersion, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
 import { ObjectCache } from '../cacher/objectCache.js';
 import { decodeContinue } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
@@ -78,6 +78,8 @@ export class Etcd3Storage extends CacheReader implements Storage {
   compact(revision: number): Promise<void> { return etcdCall(() => this.client.compact(revision)); }
 
   override async waitUntilFresh(resourceVersion: string): Promise<void> {
+    // The cacher checks readiness before any wait (a watch from an RV during a fill is 429 at once).
+    if (this.feed.initializing()) throw this.notReady();
     const rv = parseRV(resourceVersion);
     if (rv === undefined || rv <= this.objects.resourceVersion) return;
     if (!(await this.waitForCache(rv))) throw storageErrors.tooLargeResourceVersion(resourceVersion, this.objects.resourceVersion);
@@ -91,7 +93,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
 
   /**
    * CacheDelegator.GetList: from the cache, except what it cannot serve, which is read from etcd: a
-   * page after one from before the cache's window or from etcd, an Exact list before its window, and,
+   * page after one from outside the cache's window, an Exact list before its window, and,
    * while it is being filled, a list with a limit and no selector (a client's first page, a
    * reflector's paginated list). Any other list gets 429 until the cache is filled.
    */
@@ -100,14 +102,15 @@ export class Etcd3Storage extends CacheReader implements Storage {
     if (opts.continue) {
       if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
       const c = decodeContinue(opts.continue, opts.prefix);
-      if (initializing || c.rv < this.objects.oldestRV) return this.etcd.list(opts, c.rv, c.startAfter);
+      // Pages the cache cannot serve: from before its window, or ahead of it (another replica's page).
+      if (initializing || c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
       return super.list(opts);
     }
-    const rv = parseRV(opts.resourceVersion);
-    if (opts.resourceVersionMatch === 'Exact' && rv && (initializing || rv < this.objects.oldestRV)) return this.etcd.list(opts, rv);
+    const exact = exactResourceVersion(opts);
+    if (exact && (initializing || exact < this.objects.oldestRV)) return this.etcd.list(opts, exact);
     if (initializing) {
       if (opts.limit <= 0 || opts.predicate.matches || opts.predicate.onlyKey !== undefined) throw this.notReady();
-      return this.etcd.list(opts, undefined, undefined, rv ? opts.resourceVersion : undefined);
+      return this.etcd.list(opts, undefined, undefined, parseRV(opts.resourceVersion) ? opts.resourceVersion : undefined);
     }
     if (opts.resourceVersion === '') await this.consistentRead();
     return super.list(opts);

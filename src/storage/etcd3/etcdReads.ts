@@ -7,6 +7,9 @@ import type { Entry, ListOptions, ListResult } from '../interfaces.js';
 import type { EtcdClient, IRangeResponse } from './client.js';
 import { decodeEntry, etcdCall, type EtcdKeys, revision } from './codec.js';
 
+/** The most keys asked for in one Range while filling a page (store.go's maxLimit). */
+const MAX_PAGE = 10_000;
+
 export class EtcdReads {
   constructor(
     private readonly client: EtcdClient,
@@ -35,16 +38,17 @@ export class EtcdReads {
     const { limit, predicate: { matches } } = opts;
     const items: Entry[] = [];
     let start = startAfter === undefined ? first : this.keys.key(`${startAfter}\u0000`);
+    let pageSize = limit > 0 ? Math.min(limit, MAX_PAGE) : 0;
     let more = false;
     let remaining: number | undefined;
     for (;;) {
       let res: IRangeResponse;
       try {
-        res = await etcdCall(() => this.client.range({ key: start, range_end, limit: limit > 0 ? limit : 0, ...(rev ? { revision: rev } : {}) }));
+        res = await etcdCall(() => this.client.range({ key: start, range_end, limit: pageSize, ...(rev ? { revision: rev } : {}) }));
       } catch (e) {
         if (startAfter !== undefined && isStorageError(e, 'TooOld')) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
         // An Exact resourceVersion etcd has not reached yet.
-        if (rev !== undefined && /future revision/.test((e as Error).message)) throw storageErrors.tooLargeResourceVersion(String(rev), await this.currentRevision());
+        if (rev !== undefined && /future revision/.test((e as Error).message)) throw storageErrors.tooLargeResourceVersion(String(rev), await this.currentRevision().catch(() => 0));
         throw e;
       }
       if (rev === undefined) {
@@ -65,6 +69,8 @@ export class EtcdReads {
         break;
       }
       start = Buffer.concat([last.key, Buffer.from([0])]);
+      // store.go's pagedChunks: a selector that matched too little asks for twice as many keys next time.
+      pageSize = Math.min(pageSize * 2, MAX_PAGE);
     }
     const result: ListResult = { items, resourceVersion: rev };
     const lastItem = items[items.length - 1];
