@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
-import { connectEtcd, type EtcdClient } from '../../src/storage/etcd3/client.js';
+import { connectEtcd, type EtcdClient, type WatchStream } from '../../src/storage/etcd3/client.js';
 import { COMPACT_REV_KEY, compactTurn } from '../../src/storage/etcd3/compactor.js';
 import { Etcd3Storage } from '../../src/storage/etcd3/etcd3Storage.js';
 import { isStorageError } from '../../src/storage/errors.js';
@@ -61,6 +61,24 @@ const increment = (s: Etcd3Storage, key: string) => s.guaranteedUpdate(key, asyn
   const n = (cur?.object.spec as { n?: number } | undefined)?.n ?? 0;
   return { object: { ...(cur?.object ?? llama(key)), spec: { n: n + 1 } }, result: n + 1 };
 });
+
+/** `client`'s watch stream with every response delivered `ms` late (a replica whose cache lags etcd). */
+async function laggingWatch(client: EtcdClient, ms: number): Promise<WatchStream> {
+  const stream = await client.watchStream();
+  return new Proxy(stream, {
+    get(target, prop) {
+      if (prop === 'on') {
+        return (event: string, fn: (...args: unknown[]) => void) => {
+          const on = target.on.bind(target) as (e: string, f: (...args: unknown[]) => void) => unknown;
+          on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), ms); } : fn);
+          return target;
+        };
+      }
+      const v = Reflect.get(target, prop) as unknown;
+      return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
 
 /** A loopback TCP proxy to etcd that can be cut and restored: a network partition of one replica. */
 class Partition {
@@ -190,22 +208,7 @@ describe('Etcd3Storage on a real etcd', () => {
         await new Promise((r) => setTimeout(r, 30));
         return res;
       },
-      watchStream: async () => {
-        const stream = await client.watchStream();
-        return new Proxy(stream, {
-          get(target, prop) {
-            if (prop === 'on') {
-              return (event: string, fn: (...args: unknown[]) => void) => {
-                const on = target.on.bind(target) as (e: string, f: (...args: unknown[]) => void) => unknown;
-                on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), 30); } : fn);
-                return target;
-              };
-            }
-            const v = Reflect.get(target, prop) as unknown;
-            return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
-          },
-        });
-      },
+      watchStream: () => laggingWatch(client, 30),
     };
     const b = new Etcd3Storage({ client: lagging, prefix, historyLimit: 1000 });
     open.push({ storage: b, client });
@@ -434,25 +437,7 @@ describe('Etcd3Storage on a real etcd', () => {
       const a = await replica(prefix);
       const client = connectEtcd({ hosts: [etcd.url] });
       // b's watch events arrive 3 s late: its cache stays behind a's writes for that long.
-      const lagging: EtcdClient = {
-        ...client,
-        watchStream: async () => {
-          const stream = await client.watchStream();
-          return new Proxy(stream, {
-            get(target, prop) {
-              if (prop === 'on') {
-                return (event: string, fn: (...args: unknown[]) => void) => {
-                  const on = target.on.bind(target) as (e: string, f: (...args: unknown[]) => void) => unknown;
-                  on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), 3_000); } : fn);
-                  return target;
-                };
-              }
-              const v = Reflect.get(target, prop) as unknown;
-              return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
-            },
-          });
-        },
-      };
+      const lagging: EtcdClient = { ...client, watchStream: () => laggingWatch(client, 3_000) };
       const b = new Etcd3Storage({ client: lagging, prefix, historyLimit: 1000 });
       open.push({ storage: b, client });
       await b.start();
