@@ -219,8 +219,9 @@ export class Etcd3Storage extends CacheReader implements Storage {
   }
 
   /**
-   * A write is acknowledged once this replica's cache has it, so the writer's next read here (and
-   * the reader's resourceVersion) sees it; the cache's own entry is handed back when it is the one written.
+   * A write is acknowledged once this replica's cache has it (unless the cache is being filled, when
+   * reads go to etcd), so the writer's next read here sees it; the cache's own entry is handed back
+   * when it is the one written.
    */
   private async committed(key: string, value: string, rv: number): Promise<Entry> {
     await this.caughtUp(rv);
