@@ -21,7 +21,7 @@ export class EtcdKeys {
 
   /** [key, range_end) of everything under the prefix: "<prefix>/" up to "<prefix>0" ('0' follows '/'). */
   range(): { key: Buffer; range_end: Buffer } {
-    return { key: Buffer.from(`${this.prefix}/`), range_end: Buffer.from(`${this.prefix}0`) };
+    return this.rangeOf('');
   }
 
   /** [key, range_end) of the storage keys starting with `storagePrefix` ("ns/", or "" for all). */

@@ -265,8 +265,8 @@ export class Etcd3Storage extends CacheReader implements Storage {
   }
 
   /** The key's state in etcd now (linearizable). */
-  private async fetch(key: string): Promise<Entry | undefined> {
-    return this.entryOf(await etcdCall(() => this.client.range({ key: this.keys.key(key) })));
+  private fetch(key: string): Promise<Entry | undefined> {
+    return this.etcd.get(key, '');
   }
 
   private entryOf(res: IRangeResponse | undefined): Entry | undefined {
