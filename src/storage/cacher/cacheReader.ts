@@ -3,7 +3,7 @@
 import { errors } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { parseRV } from '../../apimachinery/resourceVersion.js';
-import { decodeContinue, encodeContinue, TOO_OLD_CONTINUE } from '../continueToken.js';
+import { type ContinueFrom, encodeContinue, parseContinue, TOO_OLD_CONTINUE } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
 import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchOptions } from '../interfaces.js';
 import { TooOldError, type ObjectCache } from './objectCache.js';
@@ -37,27 +37,26 @@ export class CacheReader implements Reader {
 
   /** A list as of one resourceVersion, paginated like the etcd3 storage: keys in order, continue = last key + rv. */
   async list(opts: ListOptions): Promise<ListResult> {
+    // The token carries its own resourceVersion (etcd3 store.GetList).
+    if (opts.continue) return this.listContinued(opts, parseContinue(opts));
+    await this.waitUntilFresh(opts.resourceVersion);
+    const rv = exactResourceVersion(opts);
+    if (rv !== undefined && rv < this.cache.oldestRV) throw storageErrors.tooOld(rv, this.cache.oldestRV);
+    return this.listAt(opts, rv);
+  }
+
+  /** The page after a decoded continue token, read at the token's resourceVersion. */
+  protected async listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
+    if (c.rv < this.cache.oldestRV) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
+    // A page another replica (or etcd) answered may be ahead of this cache: the rest must include what it did.
+    await this.waitUntilFresh(String(c.rv));
+    return this.listAt(opts, c.rv, c.startAfter);
+  }
+
+  /** The page of the cache at `atRV` (undefined: its newest state) after `startAfter`; TooOld if the window moved past `atRV`. */
+  private listAt(opts: ListOptions, atRV: number | undefined, startAfter?: string): ListResult {
     const { predicate } = opts;
     const cache = this.cache;
-    let atRV: number | undefined;
-    let startAfter: string | undefined;
-    if (opts.continue) {
-      // The token carries its own resourceVersion (etcd3 store.GetList).
-      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
-      const c = decodeContinue(opts.continue, opts.prefix);
-      if (c.rv < cache.oldestRV) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
-      // A page another replica (or etcd) answered may be ahead of this cache: the rest must include what it did.
-      await this.waitUntilFresh(String(c.rv));
-      atRV = c.rv;
-      startAfter = c.startAfter;
-    } else {
-      await this.waitUntilFresh(opts.resourceVersion);
-      const rv = exactResourceVersion(opts);
-      if (rv !== undefined) {
-        if (rv < cache.oldestRV) throw storageErrors.tooOld(rv, cache.oldestRV);
-        atRV = rv;
-      }
-    }
     const listRV = atRV ?? cache.resourceVersion;
     let candidates: Entry[];
     if (predicate.onlyKey !== undefined && atRV === undefined) {

@@ -9,7 +9,7 @@ import { errors } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { CacheReader, exactResourceVersion, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
 import { ObjectCache } from '../cacher/objectCache.js';
-import { decodeContinue } from '../continueToken.js';
+import { type ContinueFrom, parseContinue } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
 import type { CacheView, Entry, ListOptions, ListResult, Preconditions, Storage, TryUpdate, UpdateOptions, Watcher, WatchOptions } from '../interfaces.js';
 import { checkJsonSize, checkPreconditions, sameObject, stamped } from '../objects.js';
@@ -99,13 +99,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
    */
   override async list(opts: ListOptions): Promise<ListResult> {
     const initializing = this.feed.initializing();
-    if (opts.continue) {
-      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
-      const c = decodeContinue(opts.continue, opts.prefix);
-      // Pages the cache cannot serve: from before its window, or ahead of it (another replica's page).
-      if (initializing || c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
-      return super.list(opts);
-    }
+    if (opts.continue) return this.listContinued(opts, parseContinue(opts));
     const exact = exactResourceVersion(opts);
     if (exact && (initializing || exact < this.objects.oldestRV)) return this.etcd.list(opts, exact);
     if (initializing) {
@@ -114,6 +108,15 @@ export class Etcd3Storage extends CacheReader implements Storage {
     }
     if (opts.resourceVersion === '') await this.consistentRead();
     return super.list(opts);
+  }
+
+  /**
+   * Pages the cache cannot serve are read from etcd: from before its window, or ahead of it (another
+   * replica's page). The cache serves the rest in this same task (no event can move its window between).
+   */
+  protected override listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
+    if (this.feed.initializing() || c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
+    return super.listContinued(opts, c);
   }
 
   override async watch(opts: WatchOptions): Promise<Watcher> {
