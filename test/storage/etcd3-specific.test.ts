@@ -10,6 +10,7 @@ import { Etcd3 } from 'etcd3';
 import { connectEtcd, type EtcdClient, type WatchStream } from '../../src/storage/etcd3/client.js';
 import { COMPACT_REV_KEY, compactTurn } from '../../src/storage/etcd3/compactor.js';
 import { Etcd3Storage } from '../../src/storage/etcd3/etcd3Storage.js';
+import { isApiError } from '../../src/apimachinery/status.js';
 import { isStorageError } from '../../src/storage/errors.js';
 import type { Change, WatchItem } from '../../src/storage/interfaces.js';
 import { freePort } from '../cluster/controlPlane.js';
@@ -53,6 +54,20 @@ async function eventually(cond: () => boolean, what: string, ms: number): Promis
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits (bounded) until `s` serves watches: a refilling cache answers them 429 until its etcd watch is synced. */
+async function synced(s: Etcd3Storage, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      (await s.watch({ prefix: '', fromRV: s.resourceVersion, predicate: {}, capacity: 1 })).close();
+      return;
+    } catch (e) {
+      if (!isApiError(e) || e.code !== 429 || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 }
 
@@ -277,6 +292,8 @@ describe('Etcd3Storage on a real etcd', () => {
       await partition.connect();
       // etcd first confirms the resumed watch, then cancels it as compacted: synced *and* past the compaction.
       await eventually(() => b.unavailable() === undefined && b.resourceVersion >= x2.rv, 'the replica resyncs', 20_000);
+      // Its cache is refilled then, but until its new watch is synced watches get 429 (KEP-4568): retry as a client does.
+      await synced(b, 10_000);
       assert.equal(await within(w.next(), 2_000, 'the watcher ends'), undefined);
       assert.equal(w.closedReason, 'closed');
       await rejectsWithCode(b.watch({ prefix: 'ns/', fromRV: x.rv, predicate: {}, capacity: 100 }), 'TooOld');
