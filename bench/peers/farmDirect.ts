@@ -23,6 +23,8 @@ export interface FarmDirectOptions {
   probe: { cert: string; key: string };
   /** Compiled JavaScript to run instead of tsx src/main.ts (start-to-ready). */
   compiledMain?: string;
+  /** The node binary to run (default this process's). */
+  node?: string;
 }
 
 /** Spawns our server on a free loopback port; resolves once /readyz answers 200, with ms from spawn. */
@@ -31,7 +33,8 @@ export async function startFarmDirect(o: FarmDirectOptions): Promise<{ server: S
   const main = o.compiledMain ? [o.compiledMain] : ['--import', 'tsx', join(REPO_DIR, 'src/main.ts')];
   const args = [...main, '--kubeconfig', o.kubeconfig, '--port', String(port), '--bind-address', '127.0.0.1',
     '--cert-dir', o.certDir, '--log-level', 'info', ...o.extraArgs];
-  const [cmd, argv] = o.cpus && hasTaskset ? ['taskset', ['-c', o.cpus, process.execPath, ...args]] : [process.execPath, args];
+  const node = o.node ?? process.execPath;
+  const [cmd, argv] = o.cpus && hasTaskset ? ['taskset', ['-c', o.cpus, node, ...args]] : [node, args];
   const fd = openSync(o.logFile, 'a');
   const t0 = nowMs();
   const proc = spawn(cmd, argv, { cwd: REPO_DIR, stdio: ['ignore', fd, fd], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });

@@ -9,7 +9,7 @@
 // from /proc for each and the etcd's separately. Servers are pinned to one core (taskset; GOMAXPROCS=1
 // for Go), with the etcd; the load generator, watch clients, kube-apiserver and the cluster's etcd on
 // the other. Our two instances take turns behind the APIService for the rows through the aggregator.
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,10 +90,14 @@ async function etcdRoundTrip(url: string, key: string, etcdPid: number, knownPid
 export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
   const q = ctx.quick;
   const cfg = {
-    rounds: ctx.rounds ?? (q ? 2 : 4), warmupMs: q ? 200 : 250, durationMs: q ? 600 : 800,
+    // The untimed warm-up is 2 × warmupMs per server and row: a Node server's create path needs ~3,000
+    // requests (~2 s) before V8 has optimized it (CPU per create 2-3× higher before; Go has no warm-up).
+    rounds: ctx.rounds ?? (q ? 2 : 4), warmupMs: q ? 200 : 1000, durationMs: q ? 600 : 800,
     listAuths: q ? ['ServiceAccount token', 'through the aggregator'] : undefined,
     watchers: q ? 50 : 200, watchSegments: q ? 2 : 4, writesPerSegment: q ? 10 : 25, watchRate: 10,
     fillTo: q ? 10_000 : 100_000, starts: q ? 1 : 3,
+    /** BENCH_NODE=<node binary>: what our servers run on (default this process's Node), e.g. the image's Node 24. */
+    node: process.env.BENCH_NODE ?? process.execPath,
     /** BENCH_PEERS_ROWS=<regex>: only the rows whose benchmark name matches (re-running noisy rows). */
     rowFilter: process.env.BENCH_PEERS_ROWS,
   };
@@ -111,7 +115,9 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
   const spawned: Spawned[] = [];
   const children: Child[] = [];
   try {
-    fc = await startFarmCluster({ dir: join(dir, 'cluster'), log });
+    detail.node = execFileSync(cfg.node, ['--version'], { encoding: 'utf8' }).trim();
+    log(`our servers run on ${cfg.node} ${String(detail.node)}`);
+    fc = await startFarmCluster({ dir: join(dir, 'cluster'), log, node: cfg.node });
     const cp = fc.cp;
     const farmCertDir = fc.farmCertDir;
     const kubectl = async (args: string[], input?: string) => {
@@ -151,7 +157,7 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
     // ServiceAccount, the same serving certificate), on sample-apiserver's etcd under its own prefix.
     const farmKubeconfig = join(dir, 'cluster', 'farm-apiserver-sa.kubeconfig');
     const etcdArgs = ['--storage-backend=etcd3', `--etcd-servers=${sampleEtcdUrl}`, `--etcd-prefix=${ETCD_PREFIX}`];
-    const etcd3Proc = await startFarmDirect({ kubeconfig: farmKubeconfig, certDir: farmCertDir, extraArgs: etcdArgs, logFile: join(dir, 'farm-etcd3.log'), cpus: PIN ? SERVER_CPU : undefined, probe: admin });
+    const etcd3Proc = await startFarmDirect({ kubeconfig: farmKubeconfig, certDir: farmCertDir, extraArgs: etcdArgs, logFile: join(dir, 'farm-etcd3.log'), cpus: PIN ? SERVER_CPU : undefined, probe: admin, node: cfg.node });
     spawned.push(etcd3Proc.server);
     log(`ours-etcd3 ready on https://127.0.0.1:${etcd3Proc.port} in ${etcd3Proc.readyMs.toFixed(0)} ms (etcd ${sampleEtcdUrl}, prefix ${ETCD_PREFIX})`);
 
@@ -441,16 +447,16 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
       const starts: Record<Who, number[]> = { ours: [], etcd3: [], peer: [] };
       // Also: spawn to the first LIST of bench-list answered 200 (?limit=500, as a client's first page).
       // sample-apiserver (k8s.io/apiserver 1.33) reports ready before its watch cache is filled
-      // (WatchCacheInitializationPostStartHook is off by default until 1.36); ours-etcd3 only after.
+      // (WatchCacheInitializationPostStartHook is off by default until 1.36), and so is ours-etcd3 (KEP-4568).
       const firstLists: Record<Who, number[]> = { ours: [], etcd3: [], peer: [] };
       const listPath = (s: Server) => `${s.coll('bench-list')}?limit=500`;
       for (let i = 0; i < cfg.starts + 1; i++) {
-        const o = await startOurs(oursMain, farmKubeconfig, farmCertDir, admin, join(dir, `ours-start-${i}.log`), [], listPath(ours));
+        const o = await startOurs(oursMain, farmKubeconfig, farmCertDir, admin, join(dir, `ours-start-${i}.log`), [], listPath(ours), cfg.node);
         const p = await startSample({ ...sampleOpts, dir: join(dir, `sample-start-${i}`) }, admin);
         const pList = p.readyMs + await untilOk(p.port, listPath(peer), serving.ca, admin, 60_000);
         await p.server.stop();
         if (i === 0) continue; // untimed: warms the file cache (ours-etcd3 runs the same files)
-        const e = await startOurs(oursMain, farmKubeconfig, farmCertDir, admin, join(dir, `etcd3-start-${i}.log`), etcdArgs, listPath(etcd3));
+        const e = await startOurs(oursMain, farmKubeconfig, farmCertDir, admin, join(dir, `etcd3-start-${i}.log`), etcdArgs, listPath(etcd3), cfg.node);
         starts.ours.push(o.readyMs);
         starts.peer.push(p.readyMs);
         starts.etcd3.push(e.readyMs);
@@ -469,7 +475,7 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
       rows.push({
         bench: startBench, metric: `median of ${cfg.starts}, ours-etcd3`, unit: 'ms', ours: median(starts.etcd3), peer: median(starts.peer), ratio: median(starts.etcd3) / median(starts.peer),
         reading: 'ours-etcd3/sample-apiserver; > 1 = ours slower',
-        note: `ours-etcd3 ÷ ours-memory ${(median(starts.etcd3) / median(starts.ours)).toFixed(2)}; ours-etcd3 lists ${etcd3.created} llamas from etcd into its watch cache before /readyz (sample-apiserver's etcd holds ${peer.created} flunders); ${cmd} --storage-backend=etcd3`,
+        note: `ours-etcd3 ÷ ours-memory ${(median(starts.etcd3) / median(starts.ours)).toFixed(2)}; ours-etcd3 has ${etcd3.created} llamas in etcd and fills its watch cache after /readyz (sample-apiserver's etcd holds ${peer.created} flunders); ${cmd} --storage-backend=etcd3`,
       });
       three.push({
         bench: `${startBench}, median of ${cfg.starts}`, unit: 'ms', better: 'lower',
@@ -539,10 +545,10 @@ async function untilOk(port: number, path: string, ca: string, probe: { cert: st
  * Spawns our server in cluster mode (plus `extraArgs`) on the server core: ms from spawn to /readyz 200,
  * and to the first GET `listPath` answered 200 after that.
  */
-async function startOurs(main: string, kubeconfig: string, certDir: string, probe: { cert: string; key: string }, logFile: string, extraArgs: string[], listPath: string): Promise<{ readyMs: number; firstListMs: number }> {
+async function startOurs(main: string, kubeconfig: string, certDir: string, probe: { cert: string; key: string }, logFile: string, extraArgs: string[], listPath: string, node: string): Promise<{ readyMs: number; firstListMs: number }> {
   const port = await freePort();
   const args = [main, '--kubeconfig', kubeconfig, '--port', String(port), '--bind-address', '127.0.0.1', '--cert-dir', certDir, ...extraArgs];
-  const [cmd, argv] = PIN ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...args]] : [process.execPath, args];
+  const [cmd, argv] = PIN ? ['taskset', ['-c', SERVER_CPU, node, ...args]] : [node, args];
   const t0 = nowMs();
   const child = spawn(cmd, argv, { cwd: REPO_DIR, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
   let stderr = '';

@@ -58,6 +58,8 @@ export interface FarmClusterOptions {
   replicas?: number;
   /** A built entry point to run (e.g. the bundle `npm start` runs) instead of `tsx src/main.ts`. */
   main?: string;
+  /** The node binary our servers run on (default this process's). */
+  node?: string;
 }
 
 /** Why these replica options cannot work, or undefined (checked before anything starts). */
@@ -118,7 +120,7 @@ export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCl
       get running() { return farm !== undefined && farm.exitCode === null && farm.signalCode === null; },
       async start() {
         const out = openSync(replicaLog, 'a');
-        farm = spawn(process.execPath, [...(opts.main ? [opts.main] : ['--import', 'tsx', join(REPO, 'src/main.ts')]),
+        farm = spawn(opts.node ?? process.execPath, [...(opts.main ? [opts.main] : ['--import', 'tsx', join(REPO, 'src/main.ts')]),
           '--kubeconfig', saKubeconfig, '--port', String(port), '--bind-address', '127.0.0.1',
           '--cert-dir', farmCertDir, '--log-level', 'info', ...storageArgs, ...(opts.farmArgs ?? [])],
         { cwd: REPO, stdio: ['ignore', out, out], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
