@@ -16,7 +16,8 @@ export interface StatusDetails {
 }
 
 export interface Status {
-  kind: 'Status'; apiVersion: 'v1'; metadata: Record<string, never>;
+  /** ListMeta: only an expired continue carries something (a token to go on at the latest state). */
+  kind: 'Status'; apiVersion: 'v1'; metadata: { continue?: string };
   status: 'Failure' | 'Success'; message?: string; reason?: StatusReason;
   details?: StatusDetails; code: number;
 }
@@ -27,12 +28,13 @@ export class ApiError extends Error {
     readonly reason: StatusReason,
     message: string,
     readonly details?: StatusDetails,
+    readonly listMeta: { continue?: string } = {},
   ) {
     super(message);
   }
 
   toStatus(): Status {
-    const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, code: this.code };
+    const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: { ...this.listMeta }, status: 'Failure', message: this.message, reason: this.reason, code: this.code };
     if (this.details) s.details = this.details;
     return s;
   }
@@ -70,7 +72,8 @@ export const errors = {
   badRequest: (message: string) => new ApiError(400, 'BadRequest', message),
   unauthorized: (message = 'Unauthorized') => new ApiError(401, 'Unauthorized', message),
   forbidden: (message: string, details?: StatusDetails) => new ApiError(403, 'Forbidden', message, details),
-  expired: (message: string) => new ApiError(410, 'Expired', message),
+  /** `continueToken`: where an expired list may go on, inconsistently, at the latest state (store.go handleCompactedErrorForPaging). */
+  expired: (message: string, continueToken?: string) => new ApiError(410, 'Expired', message, undefined, continueToken ? { continue: continueToken } : {}),
   gone: (message: string) => new ApiError(410, 'Gone', message),
   methodNotAllowed: (verb: string, gr: GroupResource) =>
     new ApiError(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind "${qualified(gr)}"`),

@@ -4,6 +4,9 @@ import { errors } from '../apimachinery/status.js';
 
 interface ContinueToken { v: string; rv: number; start: string }
 
+/** A token's revision that means "the latest state" (what a 410 for a compacted continue hands out; 0 stays malformed). */
+export const CONTINUE_LATEST = -1;
+
 /** Where a continued list resumes: the first page's resourceVersion, after its last key. */
 export interface ContinueFrom { rv: number; startAfter: string }
 
@@ -22,8 +25,8 @@ export function decodeContinue(s: string, prefix: string): ContinueFrom {
   }
   if (token?.v !== 'meta.k8s.io/v1') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   // Go unmarshals the revision into an int64: a fraction, an exponent past it or a string is malformed;
-  // past 2^53 a JS number is no longer the client's revision either.
-  if (!Number.isSafeInteger(token.rv) || token.rv <= 0 || typeof token.start !== 'string') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  // past 2^53 a JS number is no longer the client's revision either. Below 0 means the latest state.
+  if (!Number.isSafeInteger(token.rv) || token.rv === 0 || token.rv < CONTINUE_LATEST || typeof token.start !== 'string') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   const startAfter = token.start.endsWith('\u0000') ? token.start.slice(0, -1) : token.start;
   if (!startAfter.startsWith(prefix) || startAfter.includes('..')) throw errors.badRequest('continue key is not valid: key is outside the requested range');
   return { rv: token.rv, startAfter };

@@ -1,6 +1,8 @@
 // Storage-level errors (k8s.io/apiserver pkg/storage/errors.go): what went wrong at the key, not what a
 // client is told. The registry turns them into Status errors (registry/generic/storageErrors.ts).
 
+import { CONTINUE_LATEST, encodeContinue, TOO_OLD_CONTINUE } from './continueToken.js';
+
 export type StorageErrorCode =
   | 'KeyNotFound'
   | 'KeyExists'
@@ -21,8 +23,8 @@ export class StorageError extends Error {
     readonly code: StorageErrorCode,
     message: string,
     readonly key = '',
-    /** TooLargeResourceVersion: the client's digits and where the storage is. */
-    readonly detail: { requested?: string; current?: number } = {},
+    /** TooLargeResourceVersion: the client's digits and where the storage is; TooOld of a continue: a token for the rest at the latest state. */
+    readonly detail: { requested?: string; current?: number; continue?: string } = {},
   ) {
     super(message);
   }
@@ -36,6 +38,8 @@ export const storageErrors = {
   /** Message as the watch cache words it; also what a 410 Expired carries. */
   tooOld: (requested: number, oldest: number) => new StorageError('TooOld', `too old resource version: ${requested} (${oldest})`),
   tooOldMessage: (message: string) => new StorageError('TooOld', message),
+  /** A continue token whose revision is compacted: 410 with a token that goes on after the same key at the latest state. */
+  tooOldContinue: (startAfter: string) => new StorageError('TooOld', TOO_OLD_CONTINUE, '', { continue: encodeContinue(CONTINUE_LATEST, startAfter) }),
   tooLargeResourceVersion: (requested: string, current: number) =>
     new StorageError('TooLargeResourceVersion', `Too large resource version: ${requested}, current: ${current}`, '', { requested, current }),
   tooLarge: (message: string) => new StorageError('TooLarge', message),

@@ -948,8 +948,15 @@ describe('an expired continue token', () => {
       const r = await s.request('PATCH', `${P}/e0`, { body: { spec: { weight: i + 1 } }, contentType: 'application/merge-patch+json' });
       assert.equal(r.status, 200, r.body);
     }
-    expectStatus(await s.request('GET', `${P}?limit=2&continue=${encodeURIComponent(first.metadata.continue)}`), 410, 'Expired',
+    const expired = expectStatus(await s.request('GET', `${P}?limit=2&continue=${encodeURIComponent(first.metadata.continue)}`), 410, 'Expired',
       /^The provided continue parameter is too old to display a consistent list result/);
-    expectStatus(await s.request('GET', `${P}?resourceVersion=${first.metadata.resourceVersion}&resourceVersionMatch=Exact`), 410, 'Expired', /^too old resource version: /);
+    const exact = expectStatus(await s.request('GET', `${P}?resourceVersion=${first.metadata.resourceVersion}&resourceVersionMatch=Exact`), 410, 'Expired', /^too old resource version: /);
+    assert.deepEqual(exact.metadata, {});
+    // As the message says: the Status's metadata.continue goes on after the expired page at the latest state.
+    const token = (expired.metadata as { continue?: string }).continue;
+    assert.ok(token, JSON.stringify(expired));
+    const rest = (await s.request('GET', `${P}?limit=10&continue=${encodeURIComponent(token)}`)).json();
+    assert.deepEqual(rest.items.map((i: Obj) => (i.metadata as { name: string }).name), ['e2', 'e3', 'e4', 'e5']);
+    assert.equal(rest.metadata.continue, undefined);
   });
 });

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject } from '../../src/apimachinery/types.js';
+import { TOO_OLD_CONTINUE } from '../../src/storage/continueToken.js';
 import type { Entry, ListOptions, ListResult, Storage } from '../../src/storage/interfaces.js';
 import { CASE_TIMEOUT_MS, keysOf, llama, rejectsWithApiError, rejectsWithCode, withBackend, withLabels, type MakeStorage } from './harness.js';
 
@@ -130,8 +131,16 @@ export function listCases(make: MakeStorage): void {
       await storage.guaranteedUpdate('ns/a', async (c) => ({ object: withLabels(c!.object, { v: '1' }), result: 0 }));
       await compact();
       await rejectsWithCode(storage.list(listOpts({ prefix: 'ns/', resourceVersion: String(rvOld), resourceVersionMatch: 'Exact' })), 'TooOld');
-      await rejectsWithCode(storage.list(listOpts({ prefix: 'ns/', limit: 1, continue: p1.continue })), 'TooOld');
+      const expired = await rejectsWithCode(storage.list(listOpts({ prefix: 'ns/', limit: 1, continue: p1.continue })), 'TooOld');
       assert.deepEqual(keysOf((await storage.list(listOpts({ prefix: 'ns/' }))).items), ['ns/a', 'ns/b', 'ns/c', 'ns/d'], 'the current state still lists');
+      // The 410 hands out a token for the rest at the latest state (store.go handleCompactedErrorForPaging): after the same key, pages at one revision.
+      assert.equal(expired.message, TOO_OLD_CONTINUE);
+      const latest = expired.detail.continue;
+      assert.ok(latest, 'a continue token in the expired error');
+      await storage.create('ns/e', llama('ns/e'));
+      const rest = await allPages(storage, listOpts({ prefix: 'ns/', limit: 2, continue: latest }));
+      assert.deepEqual(keysOf(rest.items), ['ns/b', 'ns/c', 'ns/d', 'ns/e'], 'everything after the expired page\'s key, written before or after the 410');
+      assert.equal(rest.pages[0].resourceVersion, storage.resourceVersion);
     }));
 
     it('400 for continue with a resourceVersion, for a token that is not one, and for one outside the prefix', opts, withBackend(make, undefined, async ({ storage }) => {
@@ -142,7 +151,7 @@ export function listCases(make: MakeStorage): void {
       await rejectsWithApiError(storage.list(listOpts({ prefix: 'ns/', continue: 'not-a-token' })), 400, /^continue key is not valid/);
       await rejectsWithApiError(storage.list(listOpts({ prefix: 'other/', continue: p1.continue! })), 400, /^continue key is not valid/);
       // A forged revision no int64 (or no exact JS number) is: malformed, not a revision to wait for or ask etcd about.
-      for (const rv of [1.5, 1e300, 2 ** 53 + 2, -3, '7']) {
+      for (const rv of [1.5, 1e300, 2 ** 53 + 2, -3, 0, '7']) {
         const forged = Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: 'ns/a\u0000' })).toString('base64url');
         await rejectsWithApiError(storage.list(listOpts({ prefix: 'ns/', continue: forged })), 400, /^continue key is not valid/);
       }

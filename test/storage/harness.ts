@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { ApiError } from '../../src/apimachinery/status.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
-import { isStorageError, type StorageErrorCode } from '../../src/storage/errors.js';
+import { isStorageError, type StorageError, type StorageErrorCode } from '../../src/storage/errors.js';
 import type { CacheView, Entry, Storage, WatchItem, Watcher } from '../../src/storage/interfaces.js';
 
 export interface BackendOptions {
@@ -88,12 +88,15 @@ export const describeItem = (i: WatchItem): string => ('entry' in i ? `${i.type}
 export const keysOf = (entries: readonly Entry[]): string[] => entries.map((e) => e.key);
 
 /** Resolves to the storage error `code` that `p` rejects with; fails on anything else. */
-export async function rejectsWithCode(p: Promise<unknown>, code: StorageErrorCode): Promise<void> {
+export async function rejectsWithCode(p: Promise<unknown>, code: StorageErrorCode): Promise<StorageError> {
+  let got: StorageError | undefined;
   await assert.rejects(p, (e: unknown) => {
     assert.ok(isStorageError(e), `expected a StorageError ${code}, got ${String(e)}`);
     assert.equal(e.code, code, e.message);
+    got = e;
     return true;
   });
+  return got!;
 }
 
 /** Resolves once `p` rejects with an ApiError of HTTP `code` (what the registry passes through untouched). */

@@ -1,11 +1,11 @@
 // Continue tokens: what encodeContinue makes decodes to the same page start, and a token is accepted
-// only with a revision an int64 holds exactly as a JS number (a positive safe integer), whatever JSON
-// a client forges into it.
+// only with a revision an int64 holds exactly as a JS number (a positive safe integer, or -1 for the
+// latest state, which an expired continue's 410 hands out), whatever JSON a client forges into it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isApiError } from '../../src/apimachinery/status.js';
-import { decodeContinue, encodeContinue } from '../../src/storage/continueToken.js';
+import { CONTINUE_LATEST, decodeContinue, encodeContinue } from '../../src/storage/continueToken.js';
 
 const prefix = 'ns/';
 const keyArb = fc.string({ unit: 'grapheme', maxLength: 20 }).filter((k) => !k.includes('..')).map((k) => prefix + k);
@@ -21,10 +21,10 @@ describe('continue tokens', () => {
     }));
   });
 
-  it('are refused with 400 unless the revision is a positive safe integer', () => {
-    const rvArb = fc.oneof(fc.double(), fc.integer(), fc.bigInt().map((b) => Number(b)), fc.jsonValue(), fc.constant(2 ** 53 + 2));
+  it('are refused with 400 unless the revision is a positive safe integer or -1', () => {
+    const rvArb = fc.oneof(fc.double(), fc.integer(), fc.integer({ min: -3, max: 1 }), fc.bigInt().map((b) => Number(b)), fc.jsonValue(), fc.constant(2 ** 53 + 2));
     fc.assert(fc.property(rvArb, (rv) => {
-      const valid = typeof rv === 'number' && Number.isSafeInteger(rv) && rv > 0;
+      const valid = typeof rv === 'number' && Number.isSafeInteger(rv) && (rv > 0 || rv === CONTINUE_LATEST);
       let out: { rv: number } | undefined;
       try {
         out = decodeContinue(forge(rv, `${prefix}a\u0000`), prefix);

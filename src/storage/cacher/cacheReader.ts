@@ -3,7 +3,7 @@
 import { errors } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { parseRV } from '../../apimachinery/resourceVersion.js';
-import { type ContinueFrom, encodeContinue, parseContinue, TOO_OLD_CONTINUE } from '../continueToken.js';
+import { CONTINUE_LATEST, type ContinueFrom, encodeContinue, parseContinue } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
 import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchOptions } from '../interfaces.js';
 import { TooOldError, type ObjectCache } from './objectCache.js';
@@ -45,9 +45,10 @@ export class CacheReader implements Reader {
     return this.listAt(opts, rv);
   }
 
-  /** The page after a decoded continue token, read at the token's resourceVersion. */
+  /** The page after a decoded continue token, read at the token's resourceVersion (or the latest state). */
   protected async listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
-    if (c.rv < this.cache.oldestRV) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
+    if (c.rv === CONTINUE_LATEST) return this.listAt(opts, undefined, c.startAfter);
+    if (c.rv < this.cache.oldestRV) throw storageErrors.tooOldContinue(c.startAfter);
     // A page another replica (or etcd) answered may be ahead of this cache: the rest must include what it did.
     await this.waitUntilFresh(String(c.rv));
     return this.listAt(opts, c.rv, c.startAfter);

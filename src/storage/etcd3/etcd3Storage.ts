@@ -9,7 +9,7 @@ import { errors } from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { CacheReader, exactResourceVersion, FRESHNESS_WAIT_MS } from '../cacher/cacheReader.js';
 import { ObjectCache } from '../cacher/objectCache.js';
-import { type ContinueFrom, parseContinue } from '../continueToken.js';
+import { CONTINUE_LATEST, type ContinueFrom, parseContinue } from '../continueToken.js';
 import { storageErrors } from '../errors.js';
 import type { CacheView, Entry, ListOptions, ListResult, Preconditions, Storage, TryUpdate, UpdateOptions, Watcher, WatchOptions } from '../interfaces.js';
 import { checkJsonSize, checkPreconditions, sameObject, stamped } from '../objects.js';
@@ -114,8 +114,12 @@ export class Etcd3Storage extends CacheReader implements Storage {
    * Pages the cache cannot serve are read from etcd: from before its window, or ahead of it (another
    * replica's page). The cache serves the rest in this same task (no event can move its window between).
    */
-  protected override listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
-    if (this.feed.initializing() || c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
+  protected override async listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
+    const latest = c.rv === CONTINUE_LATEST;
+    if (this.feed.initializing()) return this.etcd.list(opts, latest ? undefined : c.rv, c.startAfter);
+    // "The latest state" is a consistent read (the cacher's shouldDelegateContinue).
+    if (latest) await this.consistentRead();
+    else if (c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
     return super.listContinued(opts, c);
   }
 

@@ -1,7 +1,7 @@
 // Reads straight from etcd (k8s.io/apiserver pkg/storage/etcd3/store.go Get and GetList) for what
 // the watch cache cannot serve: everything while it is being filled, and pages older than its window.
 import { parseRV } from '../../apimachinery/resourceVersion.js';
-import { encodeContinue, TOO_OLD_CONTINUE } from '../continueToken.js';
+import { encodeContinue } from '../continueToken.js';
 import { isStorageError, storageErrors } from '../errors.js';
 import type { Entry, ListOptions, ListResult } from '../interfaces.js';
 import type { EtcdClient, IRangeResponse } from './client.js';
@@ -46,7 +46,7 @@ export class EtcdReads {
       try {
         res = await etcdCall(() => this.client.range({ key: start, range_end, limit: pageSize, ...(rev ? { revision: rev } : {}) }));
       } catch (e) {
-        if (startAfter !== undefined && isStorageError(e, 'TooOld')) throw storageErrors.tooOldMessage(TOO_OLD_CONTINUE);
+        if (startAfter !== undefined && isStorageError(e, 'TooOld')) throw storageErrors.tooOldContinue(startAfter);
         // An Exact resourceVersion etcd has not reached yet.
         if (rev !== undefined && /future revision/.test((e as Error).message)) throw storageErrors.tooLargeResourceVersion(String(rev), await this.currentRevision().catch(() => 0));
         throw e;
