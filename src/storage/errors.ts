@@ -24,7 +24,7 @@ export class StorageError extends Error {
     message: string,
     readonly key = '',
     /** TooLargeResourceVersion: the client's digits and where the storage is; TooOld of a continue: a token for the rest at the latest state. */
-    readonly detail: { requested?: string; current?: number; continue?: string } = {},
+    readonly detail: { requested?: string; current?: number; retryAfterSeconds?: number; continue?: string } = {},
   ) {
     super(message);
   }
@@ -40,8 +40,9 @@ export const storageErrors = {
   tooOldMessage: (message: string) => new StorageError('TooOld', message),
   /** A continue token whose revision is compacted: 410 with a token that goes on after the same key at the latest state. */
   tooOldContinue: (startAfter: string) => new StorageError('TooOld', TOO_OLD_CONTINUE, '', { continue: encodeContinue(CONTINUE_LATEST, startAfter) }),
-  tooLargeResourceVersion: (requested: string, current: number) =>
-    new StorageError('TooLargeResourceVersion', `Too large resource version: ${requested}, current: ${current}`, '', { requested, current }),
+  /** `retryAfterSeconds`: 1 from the watch cache, 0 from etcd itself (as upstream's store). */
+  tooLargeResourceVersion: (requested: string, current: number, retryAfterSeconds = 1) =>
+    new StorageError('TooLargeResourceVersion', `Too large resource version: ${requested}, current: ${current}`, '', { requested, current, retryAfterSeconds }),
   tooLarge: (message: string) => new StorageError('TooLarge', message),
   unavailable: (message: string) => new StorageError('Unavailable', message),
 };

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { connectEtcd, type EtcdClient, type WatchStream } from '../../src/storage/etcd3/client.js';
 import { COMPACT_REV_KEY, compactTurn } from '../../src/storage/etcd3/compactor.js';
+import { CONTINUE_LATEST, encodeContinue } from '../../src/storage/continueToken.js';
 import { Etcd3Storage } from '../../src/storage/etcd3/etcd3Storage.js';
 import { isApiError } from '../../src/apimachinery/status.js';
 import { isStorageError } from '../../src/storage/errors.js';
@@ -77,15 +78,16 @@ const increment = (s: Etcd3Storage, key: string) => s.guaranteedUpdate(key, asyn
   return { object: { ...(cur?.object ?? llama(key)), spec: { n: n + 1 } }, result: n + 1 };
 });
 
-/** `client`'s watch stream with every response delivered `ms` late (a replica whose cache lags etcd). */
-async function laggingWatch(client: EtcdClient, ms: number): Promise<WatchStream> {
+/** `client`'s watch stream with every response delivered `ms` late (a replica whose cache lags etcd); a function: the lag when each arrives. */
+async function laggingWatch(client: EtcdClient, ms: number | (() => number)): Promise<WatchStream> {
+  const lag = typeof ms === 'number' ? () => ms : ms;
   const stream = await client.watchStream();
   return new Proxy(stream, {
     get(target, prop) {
       if (prop === 'on') {
         return (event: string, fn: (...args: unknown[]) => void) => {
           const on = target.on.bind(target) as (e: string, f: (...args: unknown[]) => void) => unknown;
-          on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), ms); } : fn);
+          on(event, event === 'data' ? (...args: unknown[]) => { setTimeout(() => fn(...args), lag()); } : fn);
           return target;
         };
       }
@@ -249,6 +251,34 @@ describe('Etcd3Storage on a real etcd', () => {
     assert.ok(reads > 160 && ranges >= 40 && ranges < reads, `${reads} consistent gets, ${ranges} etcd ranges`);
   });
 
+  it('a consistent read on a replica whose watch is stuck more than 3 s behind is answered from etcd (the delegator\'s fallback), not 504', CASE, async () => {
+    const prefix = freshPrefix();
+    const a = await replica(prefix);
+    const client = connectEtcd({ hosts: [etcd.url] });
+    let ranges = 0;
+    // Once b is synced, its watch answers 12 s late: three waits of 3 s below, all before it delivers the write.
+    let lag = 0;
+    const stuck: EtcdClient = { ...client, range: (req) => { ranges++; return client.range(req); }, watchStream: () => laggingWatch(client, () => lag) };
+    const b = new Etcd3Storage({ client: stuck, prefix, historyLimit: 1000 });
+    open.push({ storage: b, client });
+    await b.start();
+    lag = 12_000;
+    const x = await a.create('ns/x', llama('ns/x'));
+    // Not a consistent read: "not older than" a revision the cache has not reached waits 3 s, then 504 with Retry-After 1, as the watch cache.
+    const tooLarge = await rejectsWithCode(b.get('ns/x', String(x.rv)), 'TooLargeResourceVersion');
+    assert.equal(tooLarge.detail.retryAfterSeconds, 1);
+    const [got, listed] = await within(Promise.all([b.get('ns/x'), b.list(listOpts({ prefix: 'ns/' }))]), 5_000, 'consistent reads on the stuck replica');
+    assert.deepEqual(got, x);
+    assert.deepEqual(listed.items, [x]);
+    assert.ok(listed.resourceVersion >= x.rv);
+    // A continue of the latest state (a 410's token) is a consistent read too.
+    const before = ranges;
+    const latest = encodeContinue(CONTINUE_LATEST, 'ns/');
+    assert.deepEqual((await within(b.list(listOpts({ prefix: 'ns/', continue: latest })), 5_000, 'a latest-state continue')).items, [x]);
+    assert.ok(ranges > before, 'read from etcd');
+    assert.ok(b.resourceVersion < x.rv, 'the cache itself was behind all along');
+  });
+
   it('etcd down: unavailable and Unavailable errors, never a hang; back up: the caches resume and no change is lost', { timeout: 60_000 }, async () => {
     const prefix = freshPrefix();
     const [a, b] = [await replica(prefix), await replica(prefix)];
@@ -395,7 +425,8 @@ describe('Etcd3Storage on a real etcd', () => {
       try {
         assert.deepEqual(await b.get('ns/c'), a.view.get('ns/c'));
         assert.equal(await b.get('ns/none'), undefined);
-        await rejectsWithCode(b.get('ns/c', String(a.resourceVersion + 1000)), 'TooLargeResourceVersion');
+        // From etcd itself: no retry suggested (store.go passes 0 seconds; the watch cache 1).
+        assert.equal((await rejectsWithCode(b.get('ns/c', String(a.resourceVersion + 1000)), 'TooLargeResourceVersion')).detail.retryAfterSeconds, 0);
 
         await fc.assert(fc.asyncProperty(fc.constantFrom('ns/', 'other/', '', 'none/'), fc.integer({ min: 1, max: 9 }), async (p, limit) => {
           const pages = await allPages(b, p, limit);

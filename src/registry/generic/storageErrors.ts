@@ -14,7 +14,7 @@ export function interpretStorageError(e: unknown, gr: GroupResource, name: strin
     // A precondition that failed at the storage (the object changed after the registry checked it).
     case 'InvalidObj': throw errors.conflict(gr, name, e.message);
     case 'TooOld': throw errors.expired(e.message, e.detail.continue);
-    case 'TooLargeResourceVersion': throw errors.tooLargeResourceVersion(e.detail.requested ?? '', e.detail.current ?? 0);
+    case 'TooLargeResourceVersion': throw errors.tooLargeResourceVersion(e.detail.requested ?? '', e.detail.current ?? 0, e.detail.retryAfterSeconds);
     case 'TooLarge': throw errors.tooLarge(e.message);
     case 'Unavailable': throw errors.serviceUnavailable(e.message);
   }

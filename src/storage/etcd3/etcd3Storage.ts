@@ -87,7 +87,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
 
   override async get(key: string, resourceVersion = ''): Promise<Entry | undefined> {
     if (this.feed.initializing()) return this.etcd.get(key, resourceVersion);
-    if (resourceVersion === '') await this.consistentRead();
+    if (resourceVersion === '' && !(await this.consistentRead())) return this.etcd.get(key, '');
     return super.get(key, resourceVersion);
   }
 
@@ -106,7 +106,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
       if (opts.limit <= 0 || opts.predicate.matches || opts.predicate.onlyKey !== undefined) throw this.notReady();
       return this.etcd.list(opts, undefined, undefined, parseRV(opts.resourceVersion) ? opts.resourceVersion : undefined);
     }
-    if (opts.resourceVersion === '') await this.consistentRead();
+    if (opts.resourceVersion === '' && !(await this.consistentRead())) return this.etcd.list(opts, undefined);
     return super.list(opts);
   }
 
@@ -118,8 +118,9 @@ export class Etcd3Storage extends CacheReader implements Storage {
     const latest = c.rv === CONTINUE_LATEST;
     if (this.feed.initializing()) return this.etcd.list(opts, latest ? undefined : c.rv, c.startAfter);
     // "The latest state" is a consistent read (the cacher's shouldDelegateContinue).
-    if (latest) await this.consistentRead();
-    else if (c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
+    if (latest) {
+      if (!(await this.consistentRead())) return this.etcd.list(opts, undefined, c.startAfter);
+    } else if (c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
     return super.listContinued(opts, c);
   }
 
@@ -248,16 +249,18 @@ export class Etcd3Storage extends CacheReader implements Storage {
    * KEP-2340 consistent read from the cache: etcd's current revision, then wait for the cache to reach
    * it, asking for progress meanwhile. Any linearizable range's header carries the store's revision:
    * a single key costs less than the prefix (etcd counts a range even with a limit). Concurrent reads
-   * share one Range sent after they all arrived (at 16 connections ~10 reads per Range).
+   * share one Range sent after they all arrived (at 16 connections ~10 reads per Range). False when
+   * the cache did not get there within the watch cache's 3 s: the caller reads etcd instead (the
+   * delegator's fallback), as the cache may be stuck behind a slow watch while etcd answers.
    */
-  private async consistentRead(): Promise<void> {
+  private async consistentRead(): Promise<boolean> {
     const down = this.feed.unavailable();
     if (down) throw storageErrors.unavailable(down);
     const rev = await this.currentRevision.read();
-    if (await this.waitForCache(rev)) return;
+    if (await this.waitForCache(rev)) return true;
     const why = this.feed.unavailable();
     if (why) throw storageErrors.unavailable(why);
-    throw storageErrors.tooLargeResourceVersion(String(rev), this.objects.resourceVersion);
+    return false;
   }
 
   /** True once the cache reached `rv`, false after the watch cache's 3 s; asks etcd for progress meanwhile. */

@@ -23,7 +23,7 @@ export class EtcdReads {
     const min = parseRV(resourceVersion);
     const res = await etcdCall(() => this.client.range({ key: this.keys.key(key) }));
     const current = revision(res.header.revision);
-    if (min !== undefined && min > current) throw storageErrors.tooLargeResourceVersion(resourceVersion, current);
+    if (min !== undefined && min > current) throw storageErrors.tooLargeResourceVersion(resourceVersion, current, 0);
     const kv = res.kvs[0];
     return kv ? decodeEntry(this.keys, kv) : undefined;
   }
@@ -48,13 +48,13 @@ export class EtcdReads {
       } catch (e) {
         if (startAfter !== undefined && isStorageError(e, 'TooOld')) throw storageErrors.tooOldContinue(startAfter);
         // An Exact resourceVersion etcd has not reached yet.
-        if (rev !== undefined && /future revision/.test((e as Error).message)) throw storageErrors.tooLargeResourceVersion(String(rev), await this.currentRevision().catch(() => 0));
+        if (rev !== undefined && /future revision/.test((e as Error).message)) throw storageErrors.tooLargeResourceVersion(String(rev), await this.currentRevision().catch(() => 0), 0);
         throw e;
       }
       if (rev === undefined) {
         rev = revision(res.header.revision);
         const min = minRV === undefined ? undefined : parseRV(minRV);
-        if (min !== undefined && min > rev) throw storageErrors.tooLargeResourceVersion(minRV ?? '', rev);
+        if (min !== undefined && min > rev) throw storageErrors.tooLargeResourceVersion(minRV ?? '', rev, 0);
       }
       for (const kv of res.kvs) {
         if (limit > 0 && items.length === limit) { more = true; break; }
