@@ -5,8 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
-import { BACKDATE_MS, DAY_MS, exists, generateCa, writeNew, type PemPair } from './pemFiles.js';
+import { BACKDATE_MS, certGenerator, DAY_MS, exists, generateCa, writeNew, type PemPair } from './pemFiles.js';
 
 export const CA_COMMON_NAME = 'farm-apiserver-ca';
 export const SERVING_COMMON_NAME = 'farm-apiserver.farm-system.svc';
@@ -38,6 +37,7 @@ async function ensureDir(dir: string): Promise<void> {
 
 async function generateServing(ca: PemPair): Promise<PemPair> {
   const now = Date.now();
+  const generate = await certGenerator();
   const srv = await generate([{ name: 'commonName', value: SERVING_COMMON_NAME }], {
     keyType: 'ec',
     curve: 'P-256',

@@ -6,10 +6,10 @@
 import { X509Certificate } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
-import { BACKDATE_MS, DAY_MS, exists, generateCa, writeNew, type PemPair } from './pemFiles.js';
+import type { generate as Generate } from 'selfsigned';
+import { BACKDATE_MS, certGenerator, DAY_MS, exists, generateCa, writeNew, type PemPair } from './pemFiles.js';
 
-type Extensions = NonNullable<NonNullable<Parameters<typeof generate>[1]>['extensions']>;
+type Extensions = NonNullable<NonNullable<Parameters<typeof Generate>[1]>['extensions']>;
 
 /** Where a StatefulSet's members live: pods `<name>-<i>` behind the headless Service `<name>`. */
 export interface EtcdTopology {
@@ -65,6 +65,7 @@ function leafExtensions(leaf: EtcdLeaf, t: EtcdTopology): Extensions {
 async function generateLeaf(ca: EtcdPem, leaf: EtcdLeaf, t: EtcdTopology): Promise<EtcdPem> {
   const now = Date.now();
   const cn = leaf === 'client' ? ETCD_CLIENT_COMMON_NAME : `${t.name}-${leaf}`;
+  const generate = await certGenerator();
   const r = await generate([{ name: 'commonName', value: cn }], {
     keyType: 'ec', curve: 'P-256', algorithm: 'sha256',
     ca: { key: ca.key, cert: ca.cert },

@@ -3,13 +3,25 @@
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { access, link, open, unlink } from 'node:fs/promises';
-import { generate } from 'selfsigned';
+import type { generate as Generate } from 'selfsigned';
 
 export interface PemPair { cert: string; key: string }
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** Backdate notBefore so that small clock differences between machines do not reject a fresh cert. */
 export const BACKDATE_MS = 60 * 60 * 1000;
+
+/**
+ * selfsigned's generate, loaded on first use: its x509/ASN.1 stack is ~25 ms of a start, and a server
+ * whose certificates already exist never generates one (the bundle keeps it in a chunk of its own).
+ */
+export async function certGenerator(): Promise<typeof Generate> {
+  // A CommonJS module: Node's loader names its exports, a bundle's dynamic import only has `default`.
+  const m: { generate?: typeof Generate; default?: { generate: typeof Generate } } = await import('selfsigned');
+  const generate = m.generate ?? m.default?.generate;
+  if (!generate) throw new Error('selfsigned has no generate()');
+  return generate;
+}
 
 export async function exists(path: string): Promise<boolean> {
   return access(path, fsConstants.F_OK).then(() => true, () => false);
@@ -38,6 +50,7 @@ export async function writeNew(path: string, data: string, mode: number): Promis
 /** A P-256 CA valid for ten years. */
 export async function generateCa(commonName: string): Promise<PemPair> {
   const now = Date.now();
+  const generate = await certGenerator();
   const ca = await generate([{ name: 'commonName', value: commonName }], {
     keyType: 'ec', curve: 'P-256', algorithm: 'sha256',
     notBeforeDate: new Date(now - BACKDATE_MS),
