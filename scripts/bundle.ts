@@ -4,8 +4,9 @@
 // alone took ~0.8 s as files against ~0.13 s as one chunk (docs/benchmarks.md, "Start-up").
 // The etcd client (etcd3, grpc-js, proto-loader: ~100 files) is bundled too, with etcd's .proto files
 // copied beside the chunks (etcd3 reads them next to its code at import). The OTLP gRPC exporter stays
-// a package (it is loaded only when tracing is on). The outdir must be a direct child of the
-// repository (src/version.ts reads ../package.json).
+// a package (it is loaded only when tracing is on), and the tracing SDK's own grpc-js import with it:
+// the exporter checks its credentials with instanceof against the grpc-js it loads itself. The
+// outdir must be a direct child of the repository (src/version.ts reads ../package.json).
 import { build, type Plugin } from 'esbuild';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,6 +19,14 @@ export const ENTRY_NAME = 'farm-apiserver';
 
 /** Where etcd's .proto files go, beside the chunks. */
 const ETCD_PROTO_DIR = 'etcd3-proto';
+
+/** The tracing SDK hands the OTLP exporter (a package) credentials: from the same grpc-js the exporter loads. */
+const tracingGrpcExternal: Plugin = {
+  name: 'tracing-grpc-external',
+  setup(b) {
+    b.onResolve({ filter: /^@grpc\/grpc-js$/ }, (args) => (/[\\/]observability[\\/]tracingSdk\.ts$/.test(args.importer) ? { path: args.path, external: true } : undefined));
+  },
+};
 
 /** etcd3 loads `${__dirname}/../proto/rpc.proto` at import: in the bundle, the copy beside the chunks. */
 const etcdProtoPath: Plugin = {
@@ -54,11 +63,11 @@ export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
     entryNames: ENTRY_NAME,
     chunkNames: `${ENTRY_NAME}-[hash]`,
     external: ['@opentelemetry/exporter-trace-otlp-grpc'],
-    plugins: [etcdProtoPath],
+    plugins: [etcdProtoPath, tracingGrpcExternal],
     // CommonJS packages inside the bundle still call require(); farmBundleFile names a file beside the chunks.
     banner: {
       js: "import { createRequire as farmCreateRequire } from 'node:module'; const require = farmCreateRequire(import.meta.url); "
-        + 'const farmBundleFile = (f) => new URL(f, import.meta.url).pathname;',
+        + "import { fileURLToPath as farmFileURLToPath } from 'node:url'; const farmBundleFile = (f) => farmFileURLToPath(new URL(f, import.meta.url));",
     },
     logLevel: 'warning',
   });

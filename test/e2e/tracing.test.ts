@@ -9,12 +9,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { bundleInto } from '../../scripts/bundle.js';
 import { startFarmCluster, type FarmCluster } from '../cluster/farmCluster.js';
 import type { KubeUser } from '../cluster/controlPlane.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlpReceiver.js';
 import { eventually, https, type HttpsResult } from './e2e.helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'farm-e2e-tracing-'));
+// Ours runs the production bundle: the OTLP exporter is a package there, loaded beside bundled code.
+const bundleRoot = join(import.meta.dirname, '..', '..', '.cache', `e2e-tracing-bundle-${process.pid}`);
 let cluster: FarmCluster;
 let receiver: OtlpReceiver;
 
@@ -34,6 +37,7 @@ before(async () => {
   // Every root is sampled on both, so an untrusted caller's new traces are exported too.
   cluster = await startFarmCluster({
     dir: join(tmp, 'cluster'),
+    main: await bundleInto(bundleRoot),
     apiserverArgs: [`--tracing-config-file=${config(1_000_000)}`],
     farmArgs: ['--tracing-config-file', config(1_000_000)],
     log: (l) => console.log(`[cluster] ${l}`),
@@ -50,6 +54,7 @@ before(async () => {
 after(async () => {
   await cluster?.stop();
   await receiver?.close();
+  rmSync(bundleRoot, { recursive: true, force: true });
   if (!process.env.FARM_KEEP_CLUSTER_DIR) rmSync(tmp, { recursive: true, force: true });
 });
 
