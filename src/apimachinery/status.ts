@@ -91,7 +91,8 @@ export const errors = {
    * The watch cache suggests a retry in 1 s, the etcd store none (0 is left out, as Go's omitempty).
    */
   tooLargeResourceVersion: (requested: number | string, current: number, retryAfterSeconds = 1) =>
-    new ApiError(504, 'Timeout', `Too large resource version: ${requested}, current: ${current}`,
+    // NewTimeoutError prefixes "Timeout: ".
+    new ApiError(504, 'Timeout', `Timeout: Too large resource version: ${requested}, current: ${current}`,
       { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], ...(retryAfterSeconds > 0 && { retryAfterSeconds }) }),
   internal: (message: string) => new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] }),
   pathNotFound: () => new ApiError(404, 'NotFound', 'the server could not find the requested resource', {}),

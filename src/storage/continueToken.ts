@@ -38,4 +38,8 @@ export function parseContinue(opts: { continue: string; resourceVersion: string;
   return decodeContinue(opts.continue, opts.prefix);
 }
 
+/** etcd3 errors.go continueExpired: an expired continue where no token for the rest can be handed out. */
+export const CONTINUE_EXPIRED = 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.';
+
+/** etcd3 errors.go inconsistentContinue: an expired continue whose Status carries a token for the rest at the latest state. */
 export const TOO_OLD_CONTINUE = 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';

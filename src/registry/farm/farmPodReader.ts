@@ -4,7 +4,7 @@
 import { errors } from '../../apimachinery/status.js';
 import { paginate, FRESHNESS_WAIT_MS } from '../../storage/cacher/cacheReader.js';
 import { TooOldError, type CacheWatcher, type ObjectCache } from '../../storage/cacher/objectCache.js';
-import { TOO_OLD_CONTINUE } from '../../storage/continueToken.js';
+import { CONTINUE_EXPIRED } from '../../storage/continueToken.js';
 import { storageErrors } from '../../storage/errors.js';
 import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchItem, WatchOptions } from '../../storage/interfaces.js';
 import { formatPosition, notAfter, parseFarmPodRV, type Position, type RequestedRV } from './farmPodRV.js';
@@ -140,7 +140,8 @@ export class FarmPodReader implements Reader {
     if (opts.continue) {
       if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
       const c = decodeContinue(opts.continue, opts.prefix);
-      seq = this.stepOf(c.rv, TOO_OLD_CONTINUE);
+      // No latest-state token here (FarmPod positions are per replica): upstream's wording for that case.
+      seq = this.stepOf(c.rv, CONTINUE_EXPIRED);
       text = c.rv.text;
       startAfter = c.startAfter;
     } else {

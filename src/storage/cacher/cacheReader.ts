@@ -64,7 +64,7 @@ export class CacheReader implements Reader {
       const e = cache.get(predicate.onlyKey);
       candidates = e && (startAfter === undefined || e.key > startAfter) ? [e] : [];
     } else {
-      candidates = this.cacheRead(() => cache.list({ prefix: opts.prefix, atRV, startAfter }));
+      candidates = this.cacheRead(() => cache.list({ prefix: opts.prefix, atRV, startAfter }), startAfter);
     }
     return paginate(candidates, opts.limit, predicate.matches, listRV, (lastKey) => encodeContinue(listRV, lastKey));
   }
@@ -80,12 +80,12 @@ export class CacheReader implements Reader {
     }));
   }
 
-  /** The cache's own "too old" becomes the storage contract's. */
-  private cacheRead<T>(read: () => T): T {
+  /** The cache's own "too old" becomes the storage contract's (a continued page's: with a token for the rest). */
+  private cacheRead<T>(read: () => T, startAfter?: string): T {
     try {
       return read();
     } catch (e) {
-      if (e instanceof TooOldError) throw storageErrors.tooOld(e.requested, e.oldest);
+      if (e instanceof TooOldError) throw startAfter === undefined ? storageErrors.tooOld(e.requested, e.oldest) : storageErrors.tooOldContinue(startAfter);
       throw e;
     }
   }

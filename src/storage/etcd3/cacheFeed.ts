@@ -175,7 +175,10 @@ export class CacheFeed {
       next?.catch(() => {});
       // A page is 10,000 objects (~0.1 s of JSON.parse): requests, /readyz among them, run between slices.
       for (let i = 0; i < res.kvs.length; i++) {
-        if (i % DECODE_CHECK === 0) await pacer.breathe();
+        if (i % DECODE_CHECK === 0) {
+          await pacer.breathe();
+          if (this.stopped) return;
+        }
         entries.push(decodeEntry(this.keys, res.kvs[i]));
       }
       if (!next) {

@@ -112,7 +112,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
 
   /**
    * Pages the cache cannot serve are read from etcd: from before its window, or ahead of it (another
-   * replica's page). The cache serves the rest in this same task (no event can move its window between).
+   * replica's page). The cache reader serves the rest (and answers a window that moved meanwhile as expired).
    */
   protected override async listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
     const latest = c.rv === CONTINUE_LATEST;
@@ -258,6 +258,8 @@ export class Etcd3Storage extends CacheReader implements Storage {
     if (down) throw storageErrors.unavailable(down);
     const rev = await this.currentRevision.read();
     if (await this.waitForCache(rev)) return true;
+    // A relist begun meanwhile is no outage (etcd just answered): the caller reads etcd, as upstream's fallback.
+    if (this.feed.initializing()) return false;
     const why = this.feed.unavailable();
     if (why) throw storageErrors.unavailable(why);
     return false;
