@@ -4,7 +4,7 @@ import { errors } from '../apimachinery/status.js';
 
 interface ContinueToken { v: string; rv: number; start: string }
 
-/** A token's revision that means "the latest state" (what a 410 for a compacted continue hands out; 0 stays malformed). */
+/** A token's revision that means "the latest state" (a 410 for a compacted continue hands it out; any negative one reads so; 0 is malformed). */
 export const CONTINUE_LATEST = -1;
 
 /** Where a continued list resumes: the first page's resourceVersion, after its last key. */
@@ -15,27 +15,53 @@ export function encodeContinue(rv: number, lastKey: string): string {
   return Buffer.from(JSON.stringify(token)).toString('base64url');
 }
 
-/** A token's resourceVersion and start key; 400 for anything malformed or outside `prefix`. */
-export function decodeContinue(s: string, prefix: string): ContinueFrom {
-  let token: ContinueToken;
+/** storage.DecodeContinue's errors as ValidateListOptions words them: 400 "invalid continue token: ...". */
+export const invalidContinue = {
+  generic: (detail: string) => errors.badRequest(`invalid continue token: continue key is not valid: ${detail}`),
+  startRV: () => errors.badRequest('invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)'),
+  emptyStart: () => errors.badRequest('invalid continue token: continue key is not valid: encoded start key empty (version meta.k8s.io/v1)'),
+  version: (v: unknown) => errors.badRequest(`invalid continue token: continue key is not valid: server does not recognize this encoded version ${typeof v === 'string' ? v : ''}`),
+};
+
+/** The JSON of a token, in the order DecodeContinue checks it: base64url, JSON object, encoding version. */
+export function continueJson(s: string): { rv?: unknown; start?: unknown } {
+  let token: unknown;
   try {
-    token = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
-  } catch {
-    throw errors.badRequest('continue key is not valid: illegal base64 data or invalid JSON');
+    token = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
+  } catch (e) {
+    throw invalidContinue.generic(e instanceof Error ? e.message : 'illegal base64 data');
   }
-  if (token?.v !== 'meta.k8s.io/v1') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
-  // Go unmarshals the revision into an int64: a fraction, an exponent past it or a string is malformed;
-  // past 2^53 a JS number is no longer the client's revision either. Below 0 means the latest state.
-  if (!Number.isSafeInteger(token.rv) || token.rv === 0 || token.rv < CONTINUE_LATEST || typeof token.start !== 'string') throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
-  const startAfter = token.start.endsWith('\u0000') ? token.start.slice(0, -1) : token.start;
-  if (!startAfter.startsWith(prefix) || startAfter.includes('..')) throw errors.badRequest('continue key is not valid: key is outside the requested range');
-  return { rv: token.rv, startAfter };
+  if (typeof token !== 'object' || token === null || Array.isArray(token)) throw invalidContinue.generic('json: cannot unmarshal into a continue token');
+  const t = token as { v?: unknown; rv?: unknown; start?: unknown };
+  if (t.v !== 'meta.k8s.io/v1') throw invalidContinue.version(t.v);
+  return t;
 }
 
-/** A list's continue token with the check upstream makes first (no resourceVersion beside a continue). */
+/** The key a token starts after; 400 when empty or outside `prefix` (upstream: not a clean path under the list's key). */
+export function continueStart(start: unknown, prefix: string): string {
+  if (typeof start !== 'string') throw invalidContinue.generic('json: cannot unmarshal the start key into a string');
+  if (start === '') throw invalidContinue.emptyStart();
+  const startAfter = start.endsWith('\u0000') ? start.slice(0, -1) : start;
+  if (!startAfter.startsWith(prefix) || startAfter.includes('..')) throw invalidContinue.generic(start);
+  return startAfter;
+}
+
+/** A token's resourceVersion (any negative one: the latest state) and start key; 400 for anything malformed or outside `prefix`. */
+export function decodeContinue(s: string, prefix: string): ContinueFrom {
+  const token = continueJson(s);
+  const rv = token.rv;
+  if (rv === 0) throw invalidContinue.startRV();
+  // Go unmarshals the revision into an int64: a fraction, an exponent past it or a string is malformed;
+  // past 2^53 a JS number is no longer the client's revision either.
+  if (typeof rv !== 'number' || !Number.isSafeInteger(rv)) throw invalidContinue.generic('json: cannot unmarshal the resourceVersion into an int64');
+  return { rv: rv < 0 ? CONTINUE_LATEST : rv, startAfter: continueStart(token.start, prefix) };
+}
+
+/** A list's continue token, then the check ValidateListOptions makes next (no resourceVersion beside a continue). */
 export function parseContinue(opts: { continue: string; resourceVersion: string; prefix: string }): ContinueFrom {
+  const c = decodeContinue(opts.continue, opts.prefix);
   if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
-  return decodeContinue(opts.continue, opts.prefix);
+  return c;
 }
 
 /** etcd3 errors.go continueExpired: an expired continue where no token for the rest can be handed out. */

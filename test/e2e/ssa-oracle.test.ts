@@ -231,3 +231,31 @@ test('more than 10 update managers: the oldest two merge into ancient-changes', 
     await new Promise((r) => setTimeout(r, 1100));
   }
 });
+
+test('an invalid continue token: the same 400 as the CRD (ValidateListOptions\'s "invalid continue token: ..." wording)', async () => {
+  const token = (o: object) => encodeURIComponent(Buffer.from(JSON.stringify(o)).toString('base64url'));
+  // Malformed in ways both servers spell the same; then ones whose detail is Go's own parser error (prefix only).
+  const exact = [
+    token({ v: 'meta.k8s.io/v2', rv: 5, start: 'a' }),
+    token({ v: 'meta.k8s.io/v1', rv: 0, start: 'a' }),
+    token({ v: 'meta.k8s.io/v1', rv: 5, start: '' }),
+    token({ v: 'meta.k8s.io/v1', rv: 5, start: '../x' }),
+  ];
+  const prefixOnly = ['not-a-token', token({ v: 'meta.k8s.io/v1', rv: 1.5, start: 'a' }), token({ v: 'meta.k8s.io/v1', rv: '5', start: 'a' })];
+  const list = async (group: string, cont: string, rv = '') => {
+    const r = await api.call('GET', `/apis/${group}/v1alpha/namespaces/${NS}/llamas?limit=1&continue=${cont}${rv ? `&resourceVersion=${rv}` : ''}`);
+    const st = r.json as { code?: number; reason?: string; message?: string } | undefined;
+    return { status: r.status, code: st?.code, reason: st?.reason, message: st?.message ?? r.body };
+  };
+  for (const cont of exact) {
+    const [want, got] = [await list(ORACLE_GROUP, cont), await list(TESTED_GROUP, cont)];
+    assert.equal(want.status, 400, want.message);
+    assert.deepEqual(got, want, `continue=${cont}`);
+  }
+  for (const [cont, rv] of [...prefixOnly.map((c) => [c, ''] as const), [exact[0], '5'] as const]) {
+    const [want, got] = [await list(ORACLE_GROUP, cont, rv), await list(TESTED_GROUP, cont, rv)];
+    assert.deepEqual([got.status, got.reason], [want.status, want.reason], `continue=${cont}: ${got.message} vs ${want.message}`);
+    assert.match(want.message, /^invalid continue token: continue key is not valid/);
+    assert.match(got.message, /^invalid continue token: continue key is not valid/);
+  }
+});

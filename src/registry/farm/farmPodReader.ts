@@ -4,7 +4,7 @@
 import { errors } from '../../apimachinery/status.js';
 import { paginate, FRESHNESS_WAIT_MS } from '../../storage/cacher/cacheReader.js';
 import { TooOldError, type CacheWatcher, type ObjectCache } from '../../storage/cacher/objectCache.js';
-import { CONTINUE_EXPIRED } from '../../storage/continueToken.js';
+import { CONTINUE_EXPIRED, continueJson, continueStart, invalidContinue } from '../../storage/continueToken.js';
 import { storageErrors } from '../../storage/errors.js';
 import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchItem, WatchOptions } from '../../storage/interfaces.js';
 import { formatPosition, notAfter, parseFarmPodRV, type Position, type RequestedRV } from './farmPodRV.js';
@@ -75,20 +75,12 @@ function encodeContinue(rv: string, lastKey: string): string {
 }
 
 function decodeContinue(s: string, prefix: string): { rv: RequestedRV & { kind: 'at' }; startAfter: string } {
-  const invalid = 'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)';
-  let token: { v?: unknown; rv?: unknown; start?: unknown };
-  try {
-    token = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as typeof token;
-  } catch {
-    throw errors.badRequest('continue key is not valid: illegal base64 data or invalid JSON');
-  }
-  if (token?.v !== 'meta.k8s.io/v1' || typeof token.rv !== 'string' || typeof token.start !== 'string') throw errors.badRequest(invalid);
+  const token = continueJson(s);
+  if (typeof token.rv !== 'string') throw invalidContinue.startRV();
   let rv: RequestedRV;
-  try { rv = parseFarmPodRV(token.rv); } catch { throw errors.badRequest(invalid); }
-  if (rv.kind !== 'at') throw errors.badRequest(invalid);
-  const startAfter = token.start.endsWith('\u0000') ? token.start.slice(0, -1) : token.start;
-  if (!startAfter.startsWith(prefix) || startAfter.includes('..')) throw errors.badRequest('continue key is not valid: key is outside the requested range');
-  return { rv, startAfter };
+  try { rv = parseFarmPodRV(token.rv); } catch { throw invalidContinue.startRV(); }
+  if (rv.kind !== 'at') throw invalidContinue.startRV();
+  return { rv, startAfter: continueStart(token.start, prefix) };
 }
 
 export class FarmPodReader implements Reader {
@@ -138,8 +130,8 @@ export class FarmPodReader implements Reader {
     let text: string | undefined;
     let startAfter: string | undefined;
     if (opts.continue) {
-      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
       const c = decodeContinue(opts.continue, opts.prefix);
+      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
       // No latest-state token here (FarmPod positions are per replica): upstream's wording for that case.
       seq = this.stepOf(c.rv, CONTINUE_EXPIRED);
       text = c.rv.text;
