@@ -35,4 +35,19 @@ describe('continue tokens', () => {
       if (out) assert.equal(out.rv, (rv as number) < 0 ? CONTINUE_LATEST : rv);
     }), { numRuns: 500 });
   });
+
+  it('any raw string, and any JSON forged into a token (other types, deep nesting, non-ASCII keys), is a decode or a 400, never another error', () => {
+    const valueArb = fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.string({ unit: 'binary' }));
+    const forgedArb = fc.record({ v: fc.oneof(fc.constant('meta.k8s.io/v1'), valueArb), rv: valueArb, start: fc.oneof(keyArb, fc.string({ unit: 'binary' }), valueArb) }, { requiredKeys: [] })
+      .map((o) => Buffer.from(JSON.stringify(o)).toString('base64url'));
+    const nested = fc.integer({ min: 1, max: 20_000 }).map((d) => Buffer.from('['.repeat(d) + ']'.repeat(d)).toString('base64url'));
+    fc.assert(fc.property(fc.oneof(fc.string({ unit: 'binary' }), forgedArb, nested), (s) => {
+      try {
+        const c = decodeContinue(s, prefix);
+        assert.ok(Number.isSafeInteger(c.rv) && (c.rv > 0 || c.rv === CONTINUE_LATEST) && c.startAfter.startsWith(prefix));
+      } catch (e) {
+        assert.ok(isApiError(e) && e.code === 400 && /^invalid continue token: continue key is not valid: /.test(e.message), String(e));
+      }
+    }), { numRuns: 2000 });
+  });
 });
