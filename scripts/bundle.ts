@@ -63,6 +63,9 @@ export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
     entryNames: ENTRY_NAME,
     chunkNames: `${ENTRY_NAME}-[hash]`,
     external: ['@opentelemetry/exporter-trace-otlp-grpc'],
+    // Node's own punycode warns (DEP0040, Node 22+) when loaded from outside node_modules, as the
+    // bundled tr46 (client-node's URL parsing) now is: the same code from npm instead.
+    alias: { punycode: 'punycode/' },
     plugins: [etcdProtoPath, tracingGrpcExternal],
     // CommonJS packages inside the bundle still call require(); farmBundleFile names a file beside the chunks.
     banner: {

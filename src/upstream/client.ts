@@ -24,8 +24,8 @@ export class Upstream {
    * `onCall` is told of every call as it is counted (e.g. to feed a metrics counter).
    */
   static async load(opts: { kubeconfig?: string; inCluster: boolean; onCall?: (purpose: string) => void }): Promise<Upstream> {
-    // Loaded on demand: importing client-node costs ~0.7 s of a standalone server's start-up.
-    const { KubeConfig } = await import('@kubernetes/client-node');
+    // Loaded on demand: a standalone server never needs client-node.
+    const { KubeConfig } = await import('./kubeConfig.js');
     const kc = new KubeConfig();
     if (opts.inCluster) kc.loadFromCluster();
     else if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);

@@ -133,4 +133,19 @@ test('every replica restarted: every llama is still there with its uid and resou
   assert.deepEqual([first.type, first.object?.code, first.object?.reason], ['ERROR', 410, 'Expired'], `${stale.stdout}\n${stale.stderr}`);
   // The log says where llamas are kept.
   assert.match(readFileSync(cluster.replicas[0].log, 'utf8'), /"msg":"storage: etcd3"/);
+  // stdout and stderr share each replica's log: only JSON records, no runtime warning about the
+  // bundled code (Node 22+ warns for its own punycode required from outside node_modules).
+  for (const replica of cluster.replicas) {
+    const stray = readFileSync(replica.log, 'utf8').split('\n').filter((l) => l !== '' && !isJsonRecord(l));
+    assert.deepEqual(stray, [], `${replica.log} has lines that are not JSON log records`);
+  }
 });
+
+function isJsonRecord(line: string): boolean {
+  try {
+    const v: unknown = JSON.parse(line);
+    return typeof v === 'object' && v !== null;
+  } catch {
+    return false;
+  }
+}
