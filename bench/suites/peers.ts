@@ -542,31 +542,16 @@ async function untilOk(port: number, path: string, ca: string, probe: { cert: st
 }
 
 /**
- * Spawns our server in cluster mode (plus `extraArgs`) on the server core: ms from spawn to /readyz 200,
- * and to the first GET `listPath` answered 200 after that.
+ * Starts our server (startFarmDirect) on the server core: ms from spawn to /readyz 200, and to the
+ * first GET `listPath` answered 200 after that; then stops it.
  */
 async function startOurs(main: string, kubeconfig: string, certDir: string, probe: { cert: string; key: string }, logFile: string, extraArgs: string[], listPath: string, node: string): Promise<{ readyMs: number; firstListMs: number }> {
-  const port = await freePort();
-  const args = [main, '--kubeconfig', kubeconfig, '--port', String(port), '--bind-address', '127.0.0.1', '--cert-dir', certDir, ...extraArgs];
-  const [cmd, argv] = PIN ? ['taskset', ['-c', SERVER_CPU, node, ...args]] : [node, args];
-  const t0 = nowMs();
-  const child = spawn(cmd, argv, { cwd: REPO_DIR, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const { server, port, readyMs } = await startFarmDirect({
+    kubeconfig, certDir, probe, logFile, extraArgs, node, compiledMain: main, cpus: PIN ? SERVER_CPU : undefined,
+  });
   try {
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`our server exited ${child.exitCode}: ${stderr.slice(0, 500)} (log ${logFile})`);
-      if ((await statusWithCert(port, '/readyz', join(certDir, 'ca.crt'), probe.cert, probe.key)) === 200) {
-        const readyMs = nowMs() - t0;
-        return { readyMs, firstListMs: readyMs + await untilOk(port, listPath, join(certDir, 'ca.crt'), probe, 60_000) };
-      }
-      if (nowMs() - t0 > 90_000) throw new Error(`our server not ready within 90 s: ${stderr.slice(0, 500)}`);
-      await sleep(5);
-    }
+    return { readyMs, firstListMs: readyMs + await untilOk(port, listPath, join(certDir, 'ca.crt'), probe, 60_000) };
   } finally {
-    child.kill('SIGTERM');
-    await Promise.race([exited, sleep(8000)]);
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await server.stop(8000);
   }
 }

@@ -57,10 +57,15 @@ export function decodeContinue(s: string, prefix: string): ContinueFrom {
   return { rv: rv < 0 ? CONTINUE_LATEST : rv, startAfter: continueStart(token.start, prefix) };
 }
 
-/** A list's continue token, then the check ValidateListOptions makes next (no resourceVersion beside a continue). */
+/** The check ValidateListOptions makes after decoding a continue token: no resourceVersion beside it ("0" is none). */
+export function checkNoResourceVersion(resourceVersion: string): void {
+  if (resourceVersion !== '' && resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
+}
+
+/** A list's continue token, then the resourceVersion beside it. */
 export function parseContinue(opts: { continue: string; resourceVersion: string; prefix: string }): ContinueFrom {
   const c = decodeContinue(opts.continue, opts.prefix);
-  if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
+  checkNoResourceVersion(opts.resourceVersion);
   return c;
 }
 

@@ -1,10 +1,9 @@
 // The FarmPod watch cache's reads in FarmPod resourceVersions ("<pod>.<llama>", farmPodRV.ts). The
 // ObjectCache underneath orders changes by a local step number; the PositionLog maps each step to its
 // position, so a client's position resolves to the step after which its view of the world ends.
-import { errors } from '../../apimachinery/status.js';
 import { paginate, FRESHNESS_WAIT_MS } from '../../storage/cacher/cacheReader.js';
 import { TooOldError, type CacheWatcher, type ObjectCache } from '../../storage/cacher/objectCache.js';
-import { CONTINUE_EXPIRED, continueJson, continueStart, invalidContinue } from '../../storage/continueToken.js';
+import { CONTINUE_EXPIRED, checkNoResourceVersion, continueJson, continueStart, invalidContinue } from '../../storage/continueToken.js';
 import { storageErrors } from '../../storage/errors.js';
 import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchItem, WatchOptions } from '../../storage/interfaces.js';
 import { formatPosition, notAfter, parseFarmPodRV, type Position, type RequestedRV } from './farmPodRV.js';
@@ -131,7 +130,7 @@ export class FarmPodReader implements Reader {
     let startAfter: string | undefined;
     if (opts.continue) {
       const c = decodeContinue(opts.continue, opts.prefix);
-      if (opts.resourceVersion !== '' && opts.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
+      checkNoResourceVersion(opts.resourceVersion);
       // No latest-state token here (FarmPod positions are per replica): upstream's wording for that case.
       seq = this.stepOf(c.rv, CONTINUE_EXPIRED);
       text = c.rv.text;

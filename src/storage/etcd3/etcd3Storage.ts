@@ -98,8 +98,8 @@ export class Etcd3Storage extends CacheReader implements Storage {
    * reflector's paginated list). Any other list gets 429 until the cache is filled.
    */
   override async list(opts: ListOptions): Promise<ListResult> {
-    const initializing = this.feed.initializing();
     if (opts.continue) return this.listContinued(opts, parseContinue(opts));
+    const initializing = this.feed.initializing();
     const exact = exactResourceVersion(opts);
     if (exact && (initializing || exact < this.objects.oldestRV)) return this.etcd.list(opts, exact);
     if (initializing) {
@@ -118,9 +118,10 @@ export class Etcd3Storage extends CacheReader implements Storage {
     const latest = c.rv === CONTINUE_LATEST;
     if (this.feed.initializing()) return this.etcd.list(opts, latest ? undefined : c.rv, c.startAfter);
     // "The latest state" is a consistent read (the cacher's shouldDelegateContinue).
-    if (latest) {
-      if (!(await this.consistentRead())) return this.etcd.list(opts, undefined, c.startAfter);
-    } else if (c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion) return this.etcd.list(opts, c.rv, c.startAfter);
+    const fromEtcd = latest
+      ? !(await this.consistentRead())
+      : c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion;
+    if (fromEtcd) return this.etcd.list(opts, latest ? undefined : c.rv, c.startAfter);
     return super.listContinued(opts, c);
   }
 
