@@ -1,5 +1,6 @@
-// The production entry point: src/main.ts bundled by esbuild into <outdir>/farm-apiserver.js (ESM,
-// split at dynamic imports so a standalone server never loads @kubernetes/client-node's chunk).
+// The production entry point: src/bootstrap.ts (which loads src/main.ts) bundled by esbuild into
+// <outdir>/farm-apiserver.js (ESM, split at dynamic imports so a standalone server never loads
+// @kubernetes/client-node's chunk).
 // Why: resolving and loading ~1,000 small module files is most of a start-up; client-node's import
 // alone took ~0.8 s as files against ~0.13 s as one chunk (docs/benchmarks.md, "Start-up").
 // The etcd client (etcd3, grpc-js, proto-loader: ~100 files) is bundled too, with etcd's .proto files
@@ -53,7 +54,7 @@ export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
   mkdirSync(outdir, { recursive: true });
   for (const f of readdirSync(outdir)) if (f.startsWith(`${ENTRY_NAME}`) && f.endsWith('.js')) rmSync(join(outdir, f));
   await build({
-    entryPoints: [join(REPO, 'src/main.ts')],
+    entryPoints: [join(REPO, 'src/bootstrap.ts')],
     bundle: true,
     splitting: true,
     platform: 'node',

@@ -2,7 +2,10 @@
 // chunks hold is start-up time. A dynamic import of client-node itself once kept all of its generated
 // API (14 MB of the bundle's 20) where the server uses only KubeConfig.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import * as nodeModule from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { bundleInto } from '../../scripts/bundle.js';
@@ -10,9 +13,10 @@ import { bundleInto } from '../../scripts/bundle.js';
 // Inside the repository, where the packages the bundle keeps resolve.
 const root = join(import.meta.dirname, '..', '..', '.cache', `bundle-test-${process.pid}`);
 let chunks: { name: string; text: string; bytes: number }[] = [];
+let entry = '';
 
 before(async () => {
-  const entry = await bundleInto(root);
+  entry = await bundleInto(root);
   const dir = join(entry, '..');
   chunks = readdirSync(dir).filter((f) => f.endsWith('.js')).map((name) => ({
     name, text: readFileSync(join(dir, name), 'utf8'), bytes: statSync(join(dir, name)).size,
@@ -35,5 +39,37 @@ describe('the bundle', () => {
   it('uses npm\'s punycode, not Node\'s deprecated one (DEP0040 from outside node_modules)', () => {
     const requiring = chunks.filter((c) => /require\("punycode"\)/.test(c.text));
     assert.deepEqual(requiring.map((c) => c.name), []);
+  });
+
+  it('keeps V8\'s compiled code between starts where Node can (22.1+: module.enableCompileCache), and starts on older Node', () => {
+    // Not NODE_COMPILE_CACHE (Node would turn the cache on by itself): the default place, under TMPDIR.
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    try {
+      const r = spawnSync(process.execPath, [entry, '--help'], { env: { ...process.env, TMPDIR: tmp, NODE_COMPILE_CACHE: '' }, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /^Usage: farm-apiserver/);
+      const cache = join(tmp, 'node-compile-cache');
+      const cached = existsSync(cache) ? readdirSync(cache, { recursive: true }).length : 0;
+      const canCache = typeof (nodeModule as { enableCompileCache?: unknown }).enableCompileCache === 'function';
+      assert.equal(cached > 0, canCache, `${process.version}: ${cached} entries under ${cache}`);
+      // One that others may write is not used: the cache is code the server runs.
+      rmSync(cache, { recursive: true, force: true });
+      mkdirSync(cache);
+      chmodSync(cache, 0o777);
+      const shared = spawnSync(process.execPath, [entry, '--help'], { env: { ...process.env, TMPDIR: tmp, NODE_COMPILE_CACHE: '' }, encoding: 'utf8' });
+      assert.equal(shared.status, 0, shared.stderr);
+      assert.deepEqual(readdirSync(cache), [], 'entries in a world-writable cache dir');
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('starts whatever the temp dir is: missing, a file, unwritable, or where mkdir cannot work (/proc)', () => {
+    const file = join(root, 'package.json');
+    for (const dir of ['/nonexistent/tmp', file, '/proc/nonexistent', '/proc']) {
+      const r = spawnSync(process.execPath, [entry, '--help'], { env: { ...process.env, TMPDIR: dir, NODE_COMPILE_CACHE: '' }, encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 0, `TMPDIR=${dir}: ${r.error?.message ?? r.stderr}`);
+      assert.match(r.stdout, /^Usage: farm-apiserver/, `TMPDIR=${dir}`);
+    }
   });
 });

@@ -11,7 +11,7 @@ const src = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 
 /** Rank of each top-level folder; files directly in src/ (main.ts, config.ts …) are the top. */
 const ranks: Record<string, number> = { apimachinery: 0, storage: 1, upstream: 1, registry: 2, endpoints: 3, server: 4 };
-/** main.ts, config.ts, startup.ts and certs/ (generated certificates, kubeconfigs) start the process. */
+/** bootstrap.ts, main.ts, config.ts, startup.ts and certs/ (generated certificates, kubeconfigs) start the process. */
 const MAIN = 5;
 
 function layerOf(file: string): { name: string; rank: number } {
