@@ -55,6 +55,8 @@ export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
   for (const f of readdirSync(outdir)) if (f.startsWith(`${ENTRY_NAME}`) && f.endsWith('.js')) rmSync(join(outdir, f));
   await build({
     entryPoints: [join(REPO, 'src/bootstrap.ts')],
+    // The alias below is resolved from here, not from the caller's cwd.
+    absWorkingDir: REPO,
     bundle: true,
     splitting: true,
     platform: 'node',

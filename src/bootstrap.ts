@@ -1,8 +1,9 @@
-// The bundle's entry point (dist/farm-apiserver.js): where Node can (22.1+), V8's compiled code of the
-// server's modules is kept on disk between starts, so a restart does not compile ~5 MB of JavaScript
-// again (60-100 ms of a Node 24 start). NODE_COMPILE_CACHE names the directory (Node then turns it on
-// itself); NODE_DISABLE_COMPILE_CACHE=1 turns it off. It has to be on before main's modules load:
-// hence this module and the dynamic import.
+// The bundle's entry point (dist/farm-apiserver.js): where Node can (22.8+, so the image's 24), V8's
+// compiled code of the server's modules is kept on disk between starts, so a restart does not compile
+// ~5 MB of JavaScript again (60-100 ms of a Node 24 start). NODE_COMPILE_CACHE names the directory
+// (Node then turns it on itself); NODE_DISABLE_COMPILE_CACHE=1 turns it off. Node writes the cache at
+// exit (SIGTERM's shutdown too) and main flushes it once ready, so a server killed later keeps it.
+// It has to be on before main's modules load: hence this module and the dynamic import.
 import { lstatSync, mkdirSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { tmpdir } from 'node:os';
@@ -27,7 +28,7 @@ function ownCacheDir(): string | undefined {
   return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 ? dir : undefined;
 }
 
-if (enableCompileCache && !process.env.NODE_COMPILE_CACHE) {
+if (enableCompileCache && !process.env.NODE_COMPILE_CACHE && !process.env.NODE_DISABLE_COMPILE_CACHE) {
   try {
     const dir = ownCacheDir();
     if (dir) enableCompileCache(dir);

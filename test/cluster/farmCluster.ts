@@ -123,7 +123,8 @@ export async function startFarmCluster(opts: FarmClusterOptions): Promise<FarmCl
         farm = spawn(opts.node ?? process.execPath, [...(opts.main ? [opts.main] : ['--import', 'tsx', join(REPO, 'src/main.ts')]),
           '--kubeconfig', saKubeconfig, '--port', String(port), '--bind-address', '127.0.0.1',
           '--cert-dir', farmCertDir, '--log-level', 'info', ...storageArgs, ...(opts.farmArgs ?? [])],
-        { cwd: REPO, stdio: ['ignore', out, out], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
+        // No compile cache: each test bundle's path is new, its entries would pile up in the real /tmp.
+        { cwd: REPO, stdio: ['ignore', out, out], env: { ...process.env, KUBERNETES_SERVICE_HOST: '', NODE_DISABLE_COMPILE_CACHE: '1' } });
         await waitFor(`farm-apiserver /readyz on ${port}`, 60_000, async () => (await httpsStatus(port, '/readyz', farmCertDir)) === 200);
         log(`farm-apiserver ready on https://127.0.0.1:${port}`);
       },
