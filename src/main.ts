@@ -1,6 +1,5 @@
 // CLI entry: config → certificates → server → listen; SIGTERM ends watches and exits 0.
 import { readFile } from 'node:fs/promises';
-import * as nodeModule from 'node:module';
 import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import { pino } from 'pino';
@@ -25,9 +24,6 @@ import { reasonOf, startupFailure, step } from './startup.js';
 import { openStorageBackend } from './storageBackend.js';
 import { VERSION } from './version.js';
 import { isWorker, runPrimary, workerId } from './workers.js';
-
-/** Node 22.10+; a no-op where the compile cache is off. */
-const { flushCompileCache } = nodeModule as { flushCompileCache?: () => void };
 
 /** --log-level debug: start-up failures print their stack too. */
 let debug = false;
@@ -149,8 +145,6 @@ async function main(): Promise<void> {
   // so /livez answers while /readyz says why it waits).
   if (isWorker()) await untilHealthy(storage.readyz);
   await step(`cannot listen on ${host}:${config.port}`, () => app.listen({ port: config.port, host: config.bindAddress }));
-  // The compile cache (bootstrap.ts) is otherwise written only at exit, which SIGKILL and OOM skip.
-  setTimeout(() => flushCompileCache?.(), 1000).unref();
   const connectHost = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
   const url = `https://${connectHost}:${config.port}`;
   if (config.standalone) {

@@ -89,7 +89,7 @@ describe('the bundle', () => {
     }
   });
 
-  it('a server killed (SIGKILL) a while after ready has written its compile cache already (where Node has one)', async () => {
+  it('a server killed (SIGKILL) a while after it started has written its compile cache already (where Node has one)', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-flush-'));
     const server = spawn(process.execPath, [entry, '--port', String(await freePort()), '--bind-address', '127.0.0.1', '--cert-dir', join(tmp, 'certs'), '--log-level', 'warn'], { env: childEnv(tmp), stdio: ['ignore', 'pipe', 'pipe'] });
     try {
@@ -99,7 +99,7 @@ describe('the bundle', () => {
       const deadline = Date.now() + 30_000;
       while (!out.includes('is serving on') && Date.now() < deadline && server.exitCode === null) await sleep(50);
       assert.match(out, /is serving on/, out);
-      await sleep(2_000);
+      await sleep(3_000);
       server.kill('SIGKILL');
       await new Promise((r) => server.once('exit', r));
       const canFlush = typeof (nodeModule as { flushCompileCache?: unknown }).flushCompileCache === 'function';

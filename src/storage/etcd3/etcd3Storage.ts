@@ -115,13 +115,11 @@ export class Etcd3Storage extends CacheReader implements Storage {
    * replica's page). The cache reader serves the rest (and answers a window that moved meanwhile as expired).
    */
   protected override async listContinued(opts: ListOptions, c: ContinueFrom): Promise<ListResult> {
-    const latest = c.rv === CONTINUE_LATEST;
-    if (this.feed.initializing()) return this.etcd.list(opts, latest ? undefined : c.rv, c.startAfter);
+    const at = c.rv === CONTINUE_LATEST ? undefined : c.rv;
     // "The latest state" is a consistent read (the cacher's shouldDelegateContinue).
-    const fromEtcd = latest
-      ? !(await this.consistentRead())
-      : c.rv < this.objects.oldestRV || c.rv > this.objects.resourceVersion;
-    if (fromEtcd) return this.etcd.list(opts, latest ? undefined : c.rv, c.startAfter);
+    const fromEtcd = this.feed.initializing()
+      || (at === undefined ? !(await this.consistentRead()) : at < this.objects.oldestRV || at > this.objects.resourceVersion);
+    if (fromEtcd) return this.etcd.list(opts, at, c.startAfter);
     return super.listContinued(opts, c);
   }
 
