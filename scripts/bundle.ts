@@ -3,23 +3,18 @@
 // @kubernetes/client-node's chunk).
 // Why: resolving and loading ~1,000 small module files is most of a start-up; client-node's import
 // alone took ~0.8 s as files against ~0.13 s as one chunk (docs/benchmarks.md, "Start-up").
-// The etcd client (etcd3, grpc-js, proto-loader: ~100 files) is bundled too, with etcd's .proto files
-// copied beside the chunks (etcd3 reads them next to its code at import). The OTLP gRPC exporter stays
+// The etcd client (ours, on grpc-js) is bundled too. The OTLP gRPC exporter stays
 // a package (it is loaded only when tracing is on), and the tracing SDK's own grpc-js import with it:
 // the exporter checks its credentials with instanceof against the grpc-js it loads itself. The
 // outdir must be a direct child of the repository (src/version.ts reads ../package.json).
 import { build, type Plugin } from 'esbuild';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const ENTRY_NAME = 'farm-apiserver';
-
-/** Where etcd's .proto files go, beside the chunks. */
-const ETCD_PROTO_DIR = 'etcd3-proto';
 
 /** The tracing SDK hands the OTLP exporter (a package) credentials: from the same grpc-js the exporter loads. */
 const tracingGrpcExternal: Plugin = {
@@ -28,26 +23,6 @@ const tracingGrpcExternal: Plugin = {
     b.onResolve({ filter: /^@grpc\/grpc-js$/ }, (args) => (/[\\/]observability[\\/]tracingSdk\.ts$/.test(args.importer) ? { path: args.path, external: true } : undefined));
   },
 };
-
-/** etcd3 loads `${__dirname}/../proto/rpc.proto` at import: in the bundle, the copy beside the chunks. */
-const etcdProtoPath: Plugin = {
-  name: 'etcd3-proto-path',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]etcd3[\\/]lib[\\/]connection-pool\.js$/ }, (args) => {
-      const src = readFileSync(args.path, 'utf8');
-      const from = '`${__dirname}/../proto/rpc.proto`';
-      if (!src.includes(from)) throw new Error(`etcd3 no longer loads ${from}: update scripts/bundle.ts`);
-      return { contents: src.replace(from, `farmBundleFile('${ETCD_PROTO_DIR}/rpc.proto')`), loader: 'js' };
-    });
-  },
-};
-
-function copyEtcdProtos(outdir: string): void {
-  const from = join(dirname(createRequire(import.meta.url).resolve('etcd3')), '..', 'proto');
-  const to = join(outdir, ETCD_PROTO_DIR);
-  mkdirSync(to, { recursive: true });
-  for (const f of readdirSync(from)) if (f.endsWith('.proto')) copyFileSync(join(from, f), join(to, f));
-}
 
 export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
   // Chunks are named by content hash: the previous build's would pile up.
@@ -65,19 +40,19 @@ export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
     outdir,
     entryNames: ENTRY_NAME,
     chunkNames: `${ENTRY_NAME}-[hash]`,
-    external: ['@opentelemetry/exporter-trace-otlp-grpc'],
+    // grpc-js requires proto-loader (and protobufjs with it, ~0.4 MB) only for channelz, which we never
+    // serve: left to node_modules, it is not compiled at each start.
+    external: ['@opentelemetry/exporter-trace-otlp-grpc', '@grpc/proto-loader'],
     // Node's own punycode warns (DEP0040, Node 22+) when loaded from outside node_modules, as the
     // bundled tr46 (client-node's URL parsing) now is: the same code from npm instead.
     alias: { punycode: 'punycode/' },
-    plugins: [etcdProtoPath, tracingGrpcExternal],
-    // CommonJS packages inside the bundle still call require(); farmBundleFile names a file beside the chunks.
+    plugins: [tracingGrpcExternal],
+    // CommonJS packages inside the bundle still call require().
     banner: {
-      js: "import { createRequire as farmCreateRequire } from 'node:module'; const require = farmCreateRequire(import.meta.url); "
-        + "import { fileURLToPath as farmFileURLToPath } from 'node:url'; const farmBundleFile = (f) => farmFileURLToPath(new URL(f, import.meta.url));",
+      js: "import { createRequire as farmCreateRequire } from 'node:module'; const require = farmCreateRequire(import.meta.url);",
     },
     logLevel: 'warning',
   });
-  copyEtcdProtos(outdir);
   return join(outdir, `${ENTRY_NAME}.js`);
 }
 

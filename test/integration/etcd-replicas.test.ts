@@ -266,7 +266,7 @@ describe('compaction on replicas (kube compactor: compact_rev_key as a logical c
       const intervals = (Date.now() - t0) / 1000;
       // Two replicas each trying every second would make two turns a second; one winner makes one.
       assert.ok(turns >= 2 && turns <= intervals + 1, `${turns} turns in ${intervals.toFixed(1)} s`);
-      await assert.rejects(client.range({ key: Buffer.from('/registry/farm.example.com/llamas/herd/compact-me'), revision: first.metadata.resourceVersion }),
+      await assert.rejects(client.range({ key: Buffer.from('/registry/farm.example.com/llamas/herd/compact-me'), revision: Number(first.metadata.resourceVersion) }),
         /compacted/);
     } finally {
       client.close();

@@ -306,6 +306,30 @@ describe('Etcd3Storage on a real etcd', () => {
     }
   });
 
+  it('an etcd member that cannot be reached: calls move to the next member, so a replica given [down, up] or [up, down] syncs and serves', CASE, async () => {
+    const down = `http://127.0.0.1:${await freePort()}`;
+    for (const hosts of [[down, etcd.url], [etcd.url, down]]) {
+      // The first member a client uses is random: each order, several clients.
+      for (let n = 0; n < 4; n++) {
+        const client = connectEtcd({ hosts });
+        try {
+          let failures = 0;
+          for (let i = 0; i < 4; i++) await client.range({ key: Buffer.from('/health') }).catch(() => { failures++; });
+          assert.ok(failures <= 1, `${failures} of 4 calls failed with members ${hosts.join(', ')}`);
+        } finally {
+          client.close();
+        }
+      }
+      const prefix = freshPrefix();
+      const client = connectEtcd({ hosts });
+      const s = new Etcd3Storage({ client, prefix, historyLimit: 100 });
+      open.push({ storage: s, client });
+      await s.start();
+      const created = await s.create('ns/a', llama('ns/a'));
+      assert.deepEqual(await s.get('ns/a'), created);
+    }
+  });
+
   it('a replica cut off while etcd compacts past its cache relists: its watchers close, older resourceVersions are TooOld, the state is current', CASE, async () => {
     const prefix = freshPrefix();
     const partition = new Partition(await freePort(), Number(new URL(etcd.url).port));

@@ -8,7 +8,7 @@ import type { ObjectCache } from '../cacher/objectCache.js';
 import type { Entry } from '../interfaces.js';
 import { stamped } from '../objects.js';
 import type { EtcdClient, IEvent, IWatchResponse, WatchStream } from './client.js';
-import { decodeEntry, revision, type EtcdKeys } from './codec.js';
+import { decodeEntry, type EtcdKeys } from './codec.js';
 
 /** Keys per page of the initial list, as kube's watch cache lists (gRPC messages have no size cap here). */
 const LIST_PAGE = 10_000;
@@ -165,7 +165,7 @@ export class CacheFeed {
     };
     const pacer = new Pacer();
     let res = await page(key);
-    const rev = revision(res.header.revision);
+    const rev = res.header.revision;
     for (let pages = 1; ; pages++) {
       const last = res.kvs[res.kvs.length - 1];
       const more = res.more && last !== undefined;
@@ -229,9 +229,9 @@ export class CacheFeed {
   }
 
   private onResponse(res: IWatchResponse): 'synced' | StreamEnd | undefined {
-    const rev = revision(res.header?.revision);
+    const rev = res.header.revision;
     if (res.canceled) {
-      const compacted = revision(res.compact_revision);
+      const compacted = res.compact_revision;
       if (compacted > 0) return { reason: `etcd compacted past revision ${this.cache.resourceVersion + 1} (compact revision ${compacted}), relisting`, relist: true };
       return { reason: `etcd canceled the watch: ${res.cancel_reason || 'no reason given'}`, relist: false };
     }
@@ -248,7 +248,7 @@ export class CacheFeed {
   }
 
   private apply(ev: IEvent): void {
-    const rv = revision(ev.kv.mod_revision);
+    const rv = ev.kv.mod_revision;
     const key = this.keys.storageKey(ev.kv.key);
     const cached = this.cache.get(key);
     if (ev.type === 'Put') {

@@ -43,9 +43,6 @@ function prefixEnd(prefix: Buffer): Buffer {
   return Buffer.from([0]); // all 0xff: to the end of the keyspace
 }
 
-/** etcd revisions come back as decimal strings (int64): exact as numbers up to 2^53. */
-export const revision = (s: string | undefined): number => (s ? Number(s) : 0);
-
 /** The stored value: the object without its resourceVersion (PrepareObjectForStorage). */
 export function encodeValue(obj: KubeObject): string {
   const { resourceVersion: _omitted, ...metadata } = obj.metadata;
@@ -59,7 +56,7 @@ export function encodeValue(obj: KubeObject): string {
 export const resourceVersionFieldLength = (rv: number): number => `"resourceVersion":"${rv}",`.length;
 
 /** The entry of a key-value, stamped with `rv` (default: the value's mod_revision). */
-export function decodeEntry(keys: EtcdKeys, kv: IKeyValue, rv = revision(kv.mod_revision)): Entry {
+export function decodeEntry(keys: EtcdKeys, kv: IKeyValue, rv = kv.mod_revision): Entry {
   return stamped(keys.storageKey(kv.key), JSON.parse(kv.value.toString('utf8')) as KubeObject, rv);
 }
 

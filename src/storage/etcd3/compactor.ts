@@ -6,7 +6,6 @@
 // also shares its compaction.
 import type { BackendLog } from '../backend.js';
 import type { EtcdClient } from './client.js';
-import { revision } from './codec.js';
 
 export const COMPACT_REV_KEY = 'compact_rev_key';
 
@@ -31,10 +30,10 @@ export async function compactTurn(client: EtcdClient, expectVersion: number, rev
     success: [{ request_put: { key, value: Buffer.from(String(rev)) } }],
     failure: [{ request_range: { key } }],
   });
-  const now = revision(txn.header.revision);
+  const now = txn.header.revision;
   if (!txn.succeeded) {
     const kv = txn.responses[0]?.response_range?.kvs[0];
-    return { version: revision(kv?.version), revision: now, compacted: 0 };
+    return { version: kv?.version ?? 0, revision: now, compacted: 0 };
   }
   if (rev === 0) return { version: expectVersion + 1, revision: now, compacted: 0 };
   await client.compact(rev);

@@ -16,7 +16,7 @@ import { checkJsonSize, checkPreconditions, sameObject, stamped } from '../objec
 import { CacheFeed } from './cacheFeed.js';
 import { SharedRead } from './sharedRead.js';
 import type { EtcdClient, IRangeResponse, ITxnResponse } from './client.js';
-import { decodeEntry, etcdCall, EtcdKeys, encodeValue, resourceVersionFieldLength, revision } from './codec.js';
+import { decodeEntry, etcdCall, EtcdKeys, encodeValue, resourceVersionFieldLength } from './codec.js';
 import { EtcdReads } from './etcdReads.js';
 
 /** The size bound on a value as stored, measured as the object served at `rv` (without serializing it again). */
@@ -64,7 +64,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
     this.client = opts.client;
     this.startTimeoutMs = opts.startTimeoutMs ?? 10_000;
     const range = { key: keys.range().key, keys_only: true };
-    this.currentRevision = new SharedRead(async () => revision((await etcdCall(() => opts.client.range(range))).header.revision));
+    this.currentRevision = new SharedRead(async () => (await etcdCall(() => opts.client.range(range))).header.revision);
     this.etcd = new EtcdReads(opts.client, keys, () => this.currentRevision.read());
   }
 
@@ -137,7 +137,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
       success: [{ request_put: { key: k, value: Buffer.from(value) } }],
     });
     if (!txn.succeeded) throw storageErrors.exists(key);
-    return this.committed(key, value, revision(txn.header.revision));
+    return this.committed(key, value, txn.header.revision);
   }
 
   /**
@@ -179,7 +179,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
         success: [{ request_put: { key: k, value: Buffer.from(value) } }],
         failure: [{ request_range: { key: k } }],
       });
-      if (txn.succeeded) return { entry: await this.committed(key, value, revision(txn.header.revision)), created: !current, result };
+      if (txn.succeeded) return { entry: await this.committed(key, value, txn.header.revision), created: !current, result };
       if (attempt >= maxUpdateAttempts) throw storageErrors.conflict(key);
       [current, confirmed] = [this.entryOf(txn.responses[0]?.response_range), true];
     }
@@ -209,7 +209,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
         failure: [{ request_range: { key: k } }],
       });
       if (txn.succeeded) {
-        const rv = revision(txn.header.revision);
+        const rv = txn.header.revision;
         await this.caughtUp(rv);
         // The deleted state (the compare proved it was the last one), at the deletion's revision.
         return stamped(key, current.object, rv);

@@ -5,7 +5,7 @@ import { encodeContinue } from '../continueToken.js';
 import { isStorageError, storageErrors } from '../errors.js';
 import type { Entry, ListOptions, ListResult } from '../interfaces.js';
 import type { EtcdClient, IRangeResponse } from './client.js';
-import { decodeEntry, etcdCall, type EtcdKeys, revision } from './codec.js';
+import { decodeEntry, etcdCall, type EtcdKeys } from './codec.js';
 
 /** The most keys asked for in one Range while filling a page (store.go's maxLimit). */
 const MAX_PAGE = 10_000;
@@ -22,7 +22,7 @@ export class EtcdReads {
   async get(key: string, resourceVersion: string): Promise<Entry | undefined> {
     const min = parseRV(resourceVersion);
     const res = await etcdCall(() => this.client.range({ key: this.keys.key(key) }));
-    const current = revision(res.header.revision);
+    const current = res.header.revision;
     if (min !== undefined && min > current) throw storageErrors.tooLargeResourceVersion(resourceVersion, current, 0);
     const kv = res.kvs[0];
     return kv ? decodeEntry(this.keys, kv) : undefined;
@@ -52,7 +52,7 @@ export class EtcdReads {
         throw e;
       }
       if (rev === undefined) {
-        rev = revision(res.header.revision);
+        rev = res.header.revision;
         const min = minRV === undefined ? undefined : parseRV(minRV);
         if (min !== undefined && min > rev) throw storageErrors.tooLargeResourceVersion(minRV ?? '', rev, 0);
       }
