@@ -3,7 +3,7 @@
 // @kubernetes/client-node's chunk).
 // Why: resolving and loading ~1,000 small module files is most of a start-up; client-node's import
 // alone took ~0.8 s as files against ~0.13 s as one chunk (docs/benchmarks.md, "Start-up").
-// The etcd client (ours, on grpc-js) is bundled too. The OTLP gRPC exporter stays
+// The etcd client (ours, on node:http2) is bundled too. The OTLP gRPC exporter stays
 // a package (it is loaded only when tracing is on), and the tracing SDK's own grpc-js import with it:
 // the exporter checks its credentials with instanceof against the grpc-js it loads itself. The
 // outdir must be a direct child of the repository (src/version.ts reads ../package.json).
@@ -40,9 +40,7 @@ export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
     outdir,
     entryNames: ENTRY_NAME,
     chunkNames: `${ENTRY_NAME}-[hash]`,
-    // grpc-js requires proto-loader (and protobufjs with it, ~0.4 MB) only for channelz, which we never
-    // serve: left to node_modules, it is not compiled at each start.
-    external: ['@opentelemetry/exporter-trace-otlp-grpc', '@grpc/proto-loader'],
+    external: ['@opentelemetry/exporter-trace-otlp-grpc'],
     // Node's own punycode warns (DEP0040, Node 22+) when loaded from outside node_modules, as the
     // bundled tr46 (client-node's URL parsing) now is: the same code from npm instead.
     alias: { punycode: 'punycode/' },

@@ -18,7 +18,7 @@ export async function openStorageBackend(etcd: EtcdConfig | undefined, log: Back
       privateKey: await read('--etcd-keyfile', etcd.keyFile),
     }),
   } : undefined;
-  // Loaded only when asked for: the etcd client (gRPC) adds ~40 ms to a start.
+  // Loaded only when asked for (the etcd client and the watch cache).
   const { etcd3Backend } = await import('./storage/etcd3/etcd3Backend.js');
   return etcd3Backend({ connection: { hosts: etcd.servers, credentials }, prefix: etcd.prefix, compactionIntervalMs: etcd.compactionIntervalMs, log });
 }

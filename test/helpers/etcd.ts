@@ -21,6 +21,8 @@ export interface TestEtcd {
   restart(): Promise<void>;
   /** Kills it and removes its data. Idempotent. */
   stop(): Promise<void>;
+  /** SIGSTOP / SIGCONT: an etcd that hangs (its connections stay open, nothing answers), then resumes. */
+  pause(paused: boolean): void;
 }
 
 /** The largest request etcd accepts: room for a 3 MiB object (etcd's default, 1.5 MiB, is below our bound). */
@@ -89,6 +91,7 @@ export async function startEtcd(): Promise<TestEtcd> {
   }
   return {
     url, dir, kill,
+    pause(paused: boolean) { child?.kill(paused ? 'SIGSTOP' : 'SIGCONT'); },
     async restart() {
       await kill();
       await launch();

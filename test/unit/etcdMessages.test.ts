@@ -30,6 +30,8 @@ const encodeTheirs = (name: string, o: object): Buffer => {
 const bytes = fc.uint8Array({ maxLength: 24 }).map((a) => Buffer.from(a));
 const someBytes = fc.uint8Array({ minLength: 1, maxLength: 24 }).map((a) => Buffer.from(a));
 const int64 = fc.oneof(fc.constant(0), fc.nat({ max: 2 ** 31 }), fc.maxSafeNat());
+/** What etcd may send in an int64: negatives too (a rejected watch's id is -1). */
+const signed64 = fc.oneof(int64, fc.constant(-1), fc.integer({ min: Number.MIN_SAFE_INTEGER, max: -1 }));
 /** Records with Object's prototype, as decoded messages have. */
 const plain = { noNullPrototype: true };
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
@@ -104,9 +106,9 @@ describe('etcd v3 messages against protobufjs and etcd\'s .proto files', () => {
     assert.deepEqual(theirs('etcdserverpb.TxnRequest', b), { compare: [{ key: Buffer.from('k'), target: 'Create', create_revision: 0, target_union: 'create_revision' }] });
   });
 
-  const header = fc.record({ cluster_id: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), member_id: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), revision: int64, raft_term: fc.nat() }, plain);
-  const keyValue = fc.record({ key: bytes, create_revision: int64, mod_revision: int64, version: int64, value: bytes, lease: int64 }, plain);
-  const rangeResponse = fc.record({ header, kvs: fc.array(keyValue, { maxLength: 4 }), more: fc.boolean(), count: int64 }, plain);
+  const header = fc.record({ cluster_id: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), member_id: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), revision: signed64, raft_term: fc.nat() }, plain);
+  const keyValue = fc.record({ key: bytes, create_revision: signed64, mod_revision: signed64, version: signed64, value: bytes, lease: signed64 }, plain);
+  const rangeResponse = fc.record({ header, kvs: fc.array(keyValue, { maxLength: 4 }), more: fc.boolean(), count: signed64 }, plain);
   /** protobufjs takes uint64s beyond 2^53 as decimal strings. */
   const pbHeader = (h: { cluster_id: bigint; member_id: bigint; revision: number; raft_term: number }) =>
     ({ ...h, cluster_id: h.cluster_id.toString(), member_id: h.member_id.toString() });
@@ -128,7 +130,7 @@ describe('etcd v3 messages against protobufjs and etcd\'s .proto files', () => {
     }));
     const event = fc.record({ type: fc.constantFrom('Put' as const, 'Delete' as const), kv: keyValue, prev_kv: opt(keyValue) }, plain);
     const watchResponse = fc.record({
-      header, watch_id: int64, created: fc.boolean(), canceled: fc.boolean(), compact_revision: int64,
+      header, watch_id: signed64, created: fc.boolean(), canceled: fc.boolean(), compact_revision: signed64,
       cancel_reason: fc.string({ unit: 'grapheme' }), fragment: fc.boolean(), events: fc.array(event, { maxLength: 4 }),
     }, plain);
     fc.assert(fc.property(watchResponse, (w) => {
@@ -165,7 +167,7 @@ describe('etcd v3 messages against protobufjs and etcd\'s .proto files', () => {
     assert.throws(() => decode.range(Buffer.from([0x18, ...Array<number>(11).fill(0xff)])), /longer than 10 bytes/);
   });
 
-  it('varints: every safe integer round-trips; a negative or unsafe one is refused when encoding', () => {
+  it('varints: every safe integer round-trips; integers up to int64\'s limit are sent; a negative, fractional or larger one is refused', () => {
     fc.assert(fc.property(fc.maxSafeNat(), (n) => {
       const b = new ProtoWriter().varint(4, n, true).finish();
       const r = new ProtoReader(b);
@@ -173,8 +175,12 @@ describe('etcd v3 messages against protobufjs and etcd\'s .proto files', () => {
       assert.equal(r.int(), n);
       assert.equal(r.next(), 0);
     }));
-    for (const bad of [-1, 2 ** 53, 1.5, Number.NaN, Infinity]) {
+    for (const bad of [-1, 2 ** 63, 2 ** 64, 1.5, Number.NaN, Infinity]) {
       assert.throws(() => new ProtoWriter().varint(1, bad), RangeError, String(bad));
+    }
+    // A revision past 2^53 (a client's resourceVersion) is still sent, as the float it is, for etcd to refuse; int64's limit is the end.
+    for (const big of [2 ** 53, 2 ** 60, 2 ** 63 - 2 ** 10]) {
+      assert.deepEqual(theirs('etcdserverpb.RangeRequest', encode.range({ key: Buffer.from('k'), revision: big })), { key: Buffer.from('k'), revision: big });
     }
   });
 });

@@ -41,6 +41,8 @@ export class EtcdReads {
     let pageSize = limit > 0 ? Math.min(limit, MAX_PAGE) : 0;
     let more = false;
     let remaining: number | undefined;
+    // Past int64 no etcd revision can be, nor can the request carry it: etcd's "future revision" answer, without asking.
+    if (rev !== undefined && rev >= 2 ** 63) throw storageErrors.tooLargeResourceVersion(String(rev), await this.currentRevision().catch(() => 0), 0);
     for (;;) {
       let res: IRangeResponse;
       try {

@@ -52,7 +52,9 @@ export class ProtoWriter {
   }
 
   private raw(n: number): void {
-    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a protobuf varint: ${n}`);
+    // Any integer below int64's limit is written as it is (past 2^53 that is the float's value: a
+    // revision too large for any etcd, which answers "future revision"). Negatives are never sent.
+    if (!Number.isInteger(n) || n < 0 || n >= 2 ** 63) throw new RangeError(`not a protobuf varint: ${n}`);
     while (n > 0x7f) {
       this.small.push((n % 0x80) | 0x80);
       n = Math.floor(n / 0x80);
@@ -82,6 +84,21 @@ function varint(n: number): Uint8Array {
   return Uint8Array.from(out);
 }
 
+/** The two's-complement int64 of the 10-byte varint at `at` (its top bit is set). */
+function negative(buf: Buffer, at: number): number {
+  let lo = 0;
+  let hi = 0;
+  for (let i = 0; i < 10; i++) {
+    const b = buf[at + i] & 0x7f;
+    if (i < 4) lo |= b << (7 * i);
+    else if (i === 4) {
+      lo |= (b & 0x0f) << 28;
+      hi |= b >> 4;
+    } else hi |= b << (7 * i - 32);
+  }
+  return -((~hi >>> 0) * 2 ** 32 + (~lo >>> 0) + 1);
+}
+
 /** Reads one message's fields: `next()` gives each field's number, then one of the readers takes its value. */
 export class ProtoReader {
   private pos: number;
@@ -101,10 +118,15 @@ export class ProtoReader {
     return field;
   }
 
-  /** A varint field's value as a number (int64 beyond 2^53 loses precision; etcd's revisions are far below). */
+  /**
+   * An int64 field as a number: exact from -2^53 to 2^53 (etcd's revisions are far below; a rejected
+   * watch's id is -1), rounded beyond.
+   */
   int(): number {
     this.expect(VARINT);
-    return this.uint();
+    const start = this.pos;
+    const n = this.uint();
+    return n < 2 ** 63 ? n : negative(this.buf, start);
   }
 
   bool(): boolean { return this.int() !== 0; }
