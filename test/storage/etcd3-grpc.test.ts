@@ -2,9 +2,10 @@
 // that are down, hang, or pause; big responses; close(). Against a local HTTP/2 server, what a real etcd
 // cannot be made to send: messages cut anywhere, compressed or extra messages, non-gRPC answers, resets.
 import assert from 'node:assert/strict';
-import { createServer as createH2Server, constants, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { createServer as createH2Server, constants, type ClientHttp2Session, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { rootCertificates } from 'node:tls';
 import fc from 'fast-check';
 import { connectEtcd, CALL_TIMEOUT_MS, type EtcdClient, type IWatchResponse } from '../../src/storage/etcd3/client.js';
 import { GrpcChannel, GrpcError, GrpcStatus } from '../../src/storage/etcd3/grpc.js';
@@ -14,14 +15,15 @@ import { startEtcd, type TestEtcd } from '../helpers/etcd.js';
 const CASE = { timeout: 60_000 };
 const key = (k: string) => Buffer.from(`/grpc-test/${k}`);
 
-/** A TCP server that accepts connections and never answers: a member that hangs. */
-async function hungServer(): Promise<{ url: string; close(): Promise<void> }> {
+/** A TCP server that accepts connections and never answers: a member that hangs (also in a TLS handshake). */
+async function hungServer(): Promise<{ url: string; port: number; connections(): number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => { sockets.add(s); s.on('error', () => {}); });
+  let connections = 0;
+  const server: Server = createServer((s) => { connections++; sockets.add(s); s.on('error', () => {}); });
   const port = await freePort();
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}`, port, connections: () => connections,
     close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
   };
 }
@@ -93,6 +95,35 @@ describe('etcd client against a real etcd', () => {
     for (const revision of [2 ** 40, 2 ** 53 + 2, 2 ** 62]) {
       await assert.rejects(c.range({ key: key('x'), revision }), /future revision/);
     }
+  });
+
+  it('a member that never finishes its TLS handshake: a call\'s deadline still ends it, and the connection is dialed again after 5 s', CASE, async () => {
+    const hung = await hungServer();
+    const channel = new GrpcChannel(`https://127.0.0.1:${hung.port}`, { rootCertificate: Buffer.from(rootCertificates[0]!) });
+    try {
+      const t0 = Date.now();
+      await assert.rejects(channel.unary('/etcdserverpb.KV/Range', Buffer.alloc(0), 300), /DEADLINE_EXCEEDED/);
+      assert.ok(Date.now() - t0 < 1_500, `the deadline took ${Date.now() - t0} ms`);
+      const s = channel.stream('/etcdserverpb.Watch/Watch');
+      const ended = new Promise<string>((r) => s.on('error', (e: Error) => r(e.message)));
+      setTimeout(() => s.cancel(), 100);
+      assert.match(await ended, /CANCELLED/);
+      assert.equal(hung.connections(), 1);
+      await new Promise((r) => setTimeout(r, 5_500));
+      await assert.rejects(channel.unary('/etcdserverpb.KV/Range', Buffer.alloc(0), 300), /DEADLINE_EXCEEDED/);
+      assert.equal(hung.connections(), 2, 'a connection that never came up was given up on and dialed again');
+    } finally {
+      channel.close();
+      await hung.close();
+    }
+  });
+
+  it('a watch stream cancelled before anyone listens ends quietly (no unhandled error event)', CASE, async () => {
+    const c = client([etcd.url]);
+    const w = await c.watchStream();
+    w.cancel();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await c.range({ key: key('x') })).header.revision > 0, true);
   });
 
   it('close(): calls after it fail at once; a watch stream waiting for a member that hangs gives up at once', CASE, async () => {
@@ -205,6 +236,26 @@ describe('gRPC transport against a local HTTP/2 server', () => {
       }
     });
   }
+
+  it('a connection out of stream ids (2^30 calls) is replaced: later calls work', CASE, async () => {
+    const srv = await h2Server((st) => {
+      st.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      st.on('wantTrailers', () => st.sendTrailers(okTrailers));
+      st.end(framed(Buffer.from('r')));
+    });
+    try {
+      await srv.channel.unary('/test/Unary', Buffer.from('q'), 1_000);
+      // White box: the channel's connection, moved to the end of its stream ids.
+      const session = (srv.channel as unknown as { session: ClientHttp2Session & { setNextStreamID(id: number): void } }).session;
+      session.setNextStreamID(2 ** 31 - 3);
+      const results: string[] = [];
+      for (let i = 0; i < 6; i++) results.push(await srv.channel.unary('/test/Unary', Buffer.from('q'), 1_000).then((b) => b.toString(), (e: Error) => e.message));
+      assert.deepEqual(results.slice(-3), ['r', 'r', 'r'], results.join('; '));
+      assert.ok(results.filter((r) => r !== 'r').length <= 1, results.join('; '));
+    } finally {
+      await srv.close();
+    }
+  });
 
   it('a request carries gRPC\'s headers, its deadline, and hasleader (a member without a leader answers at once)', CASE, async () => {
     let seen: IncomingHttpHeaders = {};

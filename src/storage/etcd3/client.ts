@@ -10,7 +10,7 @@ import {
 
 export type { Event as IEvent, KeyValue as IKeyValue, RangeResponse as IRangeResponse, TxnResponse as ITxnResponse, WatchResponse as IWatchResponse } from './messages.js';
 
-/** A Watch stream: responses as 'data', then 'end' or 'error'; cancel() ends it without either. */
+/** A Watch stream: responses as 'data', then one 'end' or 'error'; cancel() ends it with a CANCELLED 'error'. */
 export interface WatchStream {
   write(req: WatchRequest): void;
   cancel(): void;
@@ -31,6 +31,7 @@ export interface EtcdClient {
 
 /** How long a unary call may take before it fails (an etcd that stopped answering is unavailable, not a hang). */
 export const CALL_TIMEOUT_MS = 5_000;
+const COMPACT_TIMEOUT_MS = 5 * 60_000;
 
 export type EtcdTls = GrpcTls;
 
@@ -60,18 +61,19 @@ export function connectEtcd(conn: EtcdConnection): EtcdClient {
   const failed = (m: GrpcChannel, e: unknown) => {
     if (e instanceof GrpcError && MOVE_ON.has(e.code) && members[at] === m) at = (at + 1) % members.length;
   };
-  const unary = <Req, Res>(path: string, ser: (r: Req) => Buffer, de: (b: Buffer) => Res) => async (req: Req): Promise<Res> => {
+  const unary = <Req, Res>(path: string, ser: (r: Req) => Buffer, de: (b: Buffer) => Res, timeoutMs = CALL_TIMEOUT_MS) => async (req: Req): Promise<Res> => {
     const m = members[at];
     let res: Buffer;
     try {
-      res = await m.unary(path, ser(req), CALL_TIMEOUT_MS);
+      res = await m.unary(path, ser(req), timeoutMs);
     } catch (e) {
       failed(m, e);
       throw e;
     }
     return de(res);
   };
-  const compact = unary('/etcdserverpb.KV/Compact', encode.compaction, decode.compaction);
+  // A physical compaction returns once etcd has compacted, which takes long on a big history (kube gives it no deadline).
+  const compact = unary('/etcdserverpb.KV/Compact', encode.compaction, decode.compaction, COMPACT_TIMEOUT_MS);
   return {
     range: unary('/etcdserverpb.KV/Range', encode.range, decode.range),
     txn: unary('/etcdserverpb.KV/Txn', encode.txn, decode.txn),
@@ -94,25 +96,37 @@ export function connectEtcd(conn: EtcdConnection): EtcdClient {
 
 /** The Watch stream over a gRPC stream: messages decoded; one that cannot be decoded ends it with an error. */
 function watchStream(s: GrpcStream, onError: (e: Error) => void): WatchStream {
+  let ended = false;
   const out = Object.assign(new EventEmitter(), {
     write: (req: WatchRequest) => s.write(encode.watch(req)),
     cancel: () => s.cancel(),
   });
+  const fail = (e: Error) => {
+    if (ended) return;
+    ended = true;
+    // A stream its owner cancelled before listening (stopped while it was being opened) has no one to tell.
+    if (!s.cancelled || out.listenerCount('error') > 0) out.emit('error', e);
+  };
   s.on('message', (m: Buffer) => {
+    if (ended) return;
     let res: WatchResponse;
     try {
       res = decode.watch(m);
     } catch (e) {
+      fail(new GrpcError(GrpcStatus.INTERNAL, `a watch response that cannot be decoded: ${(e as Error).message}`));
       s.cancel();
-      out.emit('error', new GrpcError(GrpcStatus.INTERNAL, `a watch response that cannot be decoded: ${(e as Error).message}`));
       return;
     }
     out.emit('data', res);
   });
   s.on('error', (e: Error) => {
     if (!s.cancelled) onError(e);
-    out.emit('error', e);
+    fail(e);
   });
-  s.on('end', () => out.emit('end'));
+  s.on('end', () => {
+    if (ended) return;
+    ended = true;
+    out.emit('end');
+  });
   return out as WatchStream;
 }

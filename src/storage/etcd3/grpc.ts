@@ -32,6 +32,8 @@ const KEEPALIVE_TIMEOUT_MS = 5_000;
 /** Per stream and per connection: a page of a big list arrives without waiting on window updates. */
 const STREAM_WINDOW = 4 * 1024 * 1024;
 const SESSION_WINDOW = 16 * 1024 * 1024;
+/** How long a connection may take to be made (TCP, TLS, HTTP/2 preface). */
+const CONNECT_TIMEOUT_MS = 5_000;
 /** Retries of a connection while someone waits for it to be ready. */
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 1_000;
@@ -142,7 +144,10 @@ export class GrpcChannel {
     this.connected = false;
     s.unref();
     let ping: NodeJS.Timeout | undefined;
+    // A member that accepts TCP and never finishes TLS (or drops SYNs) is given up on, so the next call dials again.
+    const dial = setTimeout(() => s.destroy(new Error(`no connection to ${this.url} within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS).unref();
     s.on('connect', () => {
+      clearTimeout(dial);
       if (this.session !== s) return;
       this.connected = true;
       this.lastError = undefined;
@@ -155,10 +160,17 @@ export class GrpcChannel {
     s.on('error', (e: Error) => { this.lastError = e.message; });
     s.on('goaway', () => this.forget(s));
     s.on('close', () => {
+      clearTimeout(dial);
       clearInterval(ping);
       this.forget(s);
     });
     return s;
+  }
+
+  /** No new calls on `s`; its open ones finish. */
+  private retire(s: ClientHttp2Session): void {
+    this.forget(s);
+    if (!s.closed) s.close();
   }
 
   private forget(s: ClientHttp2Session): void {
@@ -205,7 +217,7 @@ export class GrpcChannel {
     let ended = false;
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
       failure = new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, 'context deadline exceeded');
-      st.close(constants.NGHTTP2_CANCEL);
+      stop(st);
     }, timeoutMs);
     const statusFrom = (h: IncomingHttpHeaders) => {
       if (h['grpc-status'] === undefined) return;
@@ -214,7 +226,7 @@ export class GrpcChannel {
     };
     const reader = new FrameReader((m) => on.message(m), (e) => {
       failure ??= new GrpcError(GrpcStatus.INTERNAL, e);
-      st.close(constants.NGHTTP2_CANCEL);
+      stop(st);
     });
     st.on('response', (h) => {
       const http = Number(h[':status']);
@@ -223,7 +235,11 @@ export class GrpcChannel {
     });
     st.on('data', (d: Buffer) => reader.push(d));
     st.on('trailers', statusFrom);
-    st.on('error', (e: Error) => { failure ??= new GrpcError(GrpcStatus.UNAVAILABLE, e.message); });
+    st.on('error', (e: Error & { code?: string }) => {
+      failure ??= new GrpcError(GrpcStatus.UNAVAILABLE, e.message);
+      // 2^30 streams on one connection: the next call makes a new one.
+      if (e.code === 'ERR_HTTP2_OUT_OF_STREAMS') this.retire(session);
+    });
     st.on('close', () => {
       if (ended) return;
       ended = true;
@@ -250,12 +266,22 @@ export class GrpcStream extends EventEmitter {
 
   cancel(): void {
     this.cancelled = true;
-    this.call?.close(constants.NGHTTP2_CANCEL);
+    if (this.call) stop(this.call);
   }
 }
 
+/**
+ * Ends a call now. A stream still waiting for its connection (TLS handshake, SYN) is destroyed: Node
+ * would close it only once the connection is made, so a deadline would wait for a member that hangs.
+ */
+function stop(st: ClientHttp2Stream): void {
+  if (st.pending) st.destroy();
+  else st.close(constants.NGHTTP2_CANCEL);
+}
+
 function keepalive(s: ClientHttp2Session): void {
-  if (s.closed || s.destroyed) return;
+  // A session closed by GOAWAY still carries its draining streams: they need the pings too.
+  if (s.destroyed) return;
   const timer = setTimeout(() => s.destroy(new Error('keepalive ping not answered')), KEEPALIVE_TIMEOUT_MS).unref();
   try {
     s.ping(() => clearTimeout(timer));
