@@ -103,7 +103,7 @@ export async function peersSuite(ctx: Ctx): Promise<SuiteResult> {
     // requests (~2 s) before V8 has optimized it (CPU per create 2-3× higher before; Go has no warm-up).
     rounds: ctx.rounds ?? (q ? 2 : 4), warmupMs: q ? 200 : 1000, durationMs: q ? 600 : 800,
     listAuths: q ? ['ServiceAccount token', 'through the aggregator'] : undefined,
-    watchers: q ? 50 : 200, watchSegments: q ? 2 : 4, writesPerSegment: q ? 10 : 25, watchRate: 10,
+    watchers: q ? 50 : 1000, watchSegments: q ? 2 : 4, writesPerSegment: q ? 10 : 25, watchRate: 10,
     fillTo: q ? 10_000 : 100_000, starts: q ? 1 : 7,
     /** BENCH_NODE=<node binary>: what our servers run on (default this process's Node), e.g. the image's Node 24. */
     node: process.env.BENCH_NODE ?? process.execPath,
