@@ -3,10 +3,9 @@
 // 32 s, idle 90 s, 1 MiB of headers), a quiet watch is never cut, and whatever the server writes at
 // the HTTP level is a metav1.Status. Small limits keep it fast; every wait is bounded.
 import assert from 'node:assert/strict';
-import { connect as netConnect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { connect as tlsConnect } from 'node:tls';
 import type { HttpLimits } from '../../src/server/server.js';
+import { parseResponses, RawConn, type RawResponse } from '../helpers/rawHttp1.js';
 import { startTestServer, type Stream, type TestServer } from '../helpers/testServer.js';
 
 const API = '/apis/farm.example.com/v1alpha';
@@ -29,131 +28,6 @@ before(async () => {
   port = Number(new URL(s.url).port);
 });
 after(async () => { await s.close(); });
-
-// ---------------------------------------------------------------------------------------------
-// raw connections and a small HTTP/1.1 response parser
-// ---------------------------------------------------------------------------------------------
-
-/** A client socket that records what it received and when it closed; it never throws. */
-class RawConn {
-  readonly openedAt = performance.now();
-  private chunks: Buffer[] = [];
-  closedAt: number | undefined;
-  error: string | undefined;
-  private waiters: (() => void)[] = [];
-
-  private constructor(readonly socket: Socket) {
-    socket.on('data', (c: Buffer) => { this.chunks.push(c); this.wake(); });
-    socket.on('error', (e: NodeJS.ErrnoException) => { this.error = e.code ?? e.message; });
-    socket.on('close', () => { this.closedAt = performance.now(); this.wake(); });
-  }
-
-  /** Resolves once the TLS handshake is done (the server's certificate is verified against the test CA). */
-  static tls(p = port, ca = s.caPem): Promise<RawConn> {
-    return new Promise((resolve, reject) => {
-      const sock = tlsConnect({ host: '127.0.0.1', port: p, ca, ALPNProtocols: ['http/1.1'] });
-      const conn = new RawConn(sock);
-      sock.once('secureConnect', () => resolve(conn));
-      sock.once('error', reject);
-      sock.once('close', () => reject(new Error('closed during the TLS handshake')));
-    });
-  }
-
-  /** A plain TCP connection to the TLS port: it never starts (or never finishes) a handshake. */
-  static tcp(p = port): Promise<RawConn> {
-    return new Promise((resolve, reject) => {
-      const sock = netConnect({ host: '127.0.0.1', port: p });
-      const conn = new RawConn(sock);
-      sock.once('connect', () => resolve(conn));
-      sock.once('error', reject);
-    });
-  }
-
-  get data(): Buffer { return Buffer.concat(this.chunks); }
-  get closed(): boolean { return this.closedAt !== undefined; }
-
-  write(bytes: string | Buffer): void {
-    if (!this.socket.destroyed && this.socket.writable) this.socket.write(typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes);
-  }
-
-  private wake(): void { const ws = this.waiters; this.waiters = []; for (const w of ws) w(); }
-
-  /** Waits until `done()` or the timeout; returns done(). */
-  async until(done: () => boolean, timeoutMs: number): Promise<boolean> {
-    const deadline = performance.now() + timeoutMs;
-    while (!done()) {
-      const left = deadline - performance.now();
-      if (left <= 0) return false;
-      await new Promise<void>((r) => { const t = setTimeout(r, left); this.waiters.push(() => { clearTimeout(t); r(); }); });
-    }
-    return true;
-  }
-
-  waitClosed(timeoutMs: number): Promise<boolean> { return this.until(() => this.closed, timeoutMs); }
-
-  /** Waits for one complete response (or the close); returns what was parsed so far. */
-  async response(timeoutMs: number): Promise<Parsed> {
-    await this.until(() => this.closed || parseResponses(this.data, false).responses.length > 0, timeoutMs);
-    return parseResponses(this.data, this.closed);
-  }
-
-  destroy(): void { this.socket.destroy(); }
-}
-
-interface RawResponse { status: number; headers: Record<string, string>; body: string; raw: string }
-interface Parsed { responses: RawResponse[]; rest: string }
-
-/** Parses the HTTP/1.1 responses in `buf`; an incomplete last one stays in `rest` (unless `eof` ends its body). */
-function parseResponses(buf: Buffer, eof: boolean): Parsed {
-  const text = buf.toString('latin1');
-  const responses: RawResponse[] = [];
-  let at = 0;
-  for (;;) {
-    const headEnd = text.indexOf('\r\n\r\n', at);
-    if (headEnd < 0) break;
-    const [statusLine, ...lines] = text.slice(at, headEnd).split('\r\n');
-    const m = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine);
-    if (!m) break;
-    const headers: Record<string, string> = {};
-    for (const l of lines) {
-      const i = l.indexOf(':');
-      if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
-    }
-    let bodyStart = headEnd + 4;
-    let body: string;
-    let end: number;
-    if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
-      body = '';
-      let p = bodyStart;
-      let complete = false;
-      for (;;) {
-        const lineEnd = text.indexOf('\r\n', p);
-        if (lineEnd < 0) break;
-        const size = parseInt(text.slice(p, lineEnd), 16);
-        if (!Number.isFinite(size)) break;
-        if (size === 0) { complete = text.indexOf('\r\n', lineEnd + 2) >= 0; end = text.indexOf('\r\n', lineEnd + 2) + 2; break; }
-        if (text.length < lineEnd + 2 + size + 2) break;
-        body += text.slice(lineEnd + 2, lineEnd + 2 + size);
-        p = lineEnd + 2 + size + 2;
-      }
-      if (!complete) break;
-      end = end!;
-    } else if (headers['content-length'] !== undefined) {
-      end = bodyStart + Number(headers['content-length']);
-      if (text.length < end) break;
-      body = text.slice(bodyStart, end);
-    } else if (/^(1\d\d|204|304)$/.test(m[1])) {
-      end = bodyStart; body = '';
-    } else {
-      if (!eof) break; // the body runs to the close
-      end = text.length; body = text.slice(bodyStart);
-    }
-    responses.push({ status: Number(m[1]), headers, body: Buffer.from(body, 'latin1').toString('utf8'), raw: text.slice(at, end) });
-    at = end;
-    bodyStart = at;
-  }
-  return { responses, rest: text.slice(at) };
-}
 
 const show = (x: string) => JSON.stringify(x.length > 400 ? `${x.slice(0, 400)}…(${x.length} chars)` : x);
 
@@ -202,7 +76,7 @@ async function assertNotStored(name: string): Promise<void> {
 
 describe('timeouts', () => {
   test('a TLS connection that sends nothing is closed after the read-header timeout, silently or with a Status', async () => {
-    const c = await RawConn.tls();
+    const c = await RawConn.tls(port, s.caPem);
     try {
       const closed = await c.waitClosed(LIMITS.readHeaderTimeoutMs + SLACK_MS);
       const elapsed = performance.now() - c.openedAt;
@@ -218,7 +92,7 @@ describe('timeouts', () => {
     ['sends half a ClientHello record', Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])],
   ] as const) {
     test(`a TCP connection that ${label} is closed after the handshake timeout`, async () => {
-      const c = await RawConn.tcp();
+      const c = await RawConn.tcp(port);
       try {
         if (bytes.length) c.write(bytes);
         const closed = await c.waitClosed(LIMITS.handshakeTimeoutMs + SLACK_MS);
@@ -230,7 +104,7 @@ describe('timeouts', () => {
   }
 
   test('slowloris: headers trickled one byte at a time never complete; closed after the read-header timeout', async () => {
-    const c = await RawConn.tls();
+    const c = await RawConn.tls(port, s.caPem);
     const request = `${head('GET', coll)}X-Slow: ${'z'.repeat(10_000)}\r\n\r\n`;
     let sent = 0;
     // Each byte comes well within any per-read inactivity timeout; only a deadline on the whole header stops it.
@@ -248,7 +122,7 @@ describe('timeouts', () => {
   for (const mode of ['stalls', 'trickles a byte every 50 ms'] as const) {
     test(`a chunked POST body that never ends (${mode}) gets a 504 Timeout Status or a close after the body timeout; nothing is stored`, async () => {
       const name = mode === 'stalls' ? 'endless-stalled' : 'endless-trickled';
-      const c = await RawConn.tls();
+      const c = await RawConn.tls(port, s.caPem);
       const start = llamaJson(name).slice(0, -1); // without its closing brace
       c.write(`${head('POST', coll, 'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n')}\r\n${start.length.toString(16)}\r\n${start}\r\n`);
       const sentAt = performance.now();
@@ -305,7 +179,7 @@ describe('timeouts', () => {
   });
 
   test('an idle keep-alive connection is closed after the idle timeout, not before (nor by the read-header timeout)', async () => {
-    const c = await RawConn.tls();
+    const c = await RawConn.tls(port, s.caPem);
     try {
       c.write(`${head('GET', '/livez')}\r\n`);
       const first = await c.response(5000);
@@ -403,7 +277,7 @@ describe('headers', () => {
   }
 
   test('more than 1 MiB of headers → 431 whose body, if any, is a Status (or a close with nothing written)', async () => {
-    const c = await RawConn.tls();
+    const c = await RawConn.tls(port, s.caPem);
     try {
       let filler = '';
       for (let i = 0; i < 11; i++) filler += `X-Filler-${i}: ${'f'.repeat(100 * KiB)}\r\n`;
@@ -441,7 +315,7 @@ describe('malformed and unusual requests get a Status or a silent close, never a
   ];
   for (const [label, raw, created] of cases) {
     test(label, async () => {
-      const c = await RawConn.tls();
+      const c = await RawConn.tls(port, s.caPem);
       try {
         c.write(raw());
         await c.response(3000);

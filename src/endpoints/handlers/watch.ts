@@ -6,7 +6,7 @@ import type { ListOptions } from '../../apimachinery/options.js';
 import { apiVersionOf, type ResourceDefinition } from '../../registry/resource.js';
 import type { RequestContext } from '../../registry/rest.js';
 import type { Watcher, WatchItem } from '../../storage/interfaces.js';
-import { drained } from '../bodyBuilder.js';
+import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes } from '../eventLines.js';
 import { one } from '../listOptions.js';
 import { negotiate, type Output } from '../negotiation.js';
 import { isHttp2 } from '../protocol.js';
@@ -31,6 +31,8 @@ export interface WatchObserver {
 export interface WatchStreamObserver {
   /** One event is encoded; `objectBytes` is the size of its embedded object, as upstream measures it. */
   event(objectBytes: number): void;
+  /** Body bytes written to the socket directly (HTTP/1.1), which a wrapper of res.write does not see. */
+  bodyWritten(bytes: number): void;
   closed(): void;
 }
 
@@ -79,12 +81,13 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     const status = JSON.stringify(tooOld!.toStatus());
     observed?.event(Buffer.byteLength(status));
     observed?.closed();
-    res.end(line('ERROR', status));
+    res.end(eventLine('ERROR', status));
     return reply;
   }
   const open = watcher;
   settings.registry.add(open);
   const encode = encoder(w, observed);
+  const writer = eventWriter(req.raw, res, (n) => observed?.bodyWritten(n));
   // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
   // A negative timeout is a context already expired upstream: the watch ends at once.
   const t = listOpts.timeoutSeconds;
@@ -102,14 +105,17 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     for (;;) {
       const item = await open.next();
       if (!item) break;
-      let chunk = encode(item);
-      while (open.pending() > 0 && chunk.length < 64 * 1024) {
+      const lines = [encode(item)];
+      let size = lines[0].bytes.length;
+      while (open.pending() > 0 && size < 64 * 1024) {
         const more = await open.next();
         if (!more) break;
-        chunk += encode(more);
+        const b = encode(more);
+        lines.push(b);
+        size += b.bytes.length;
       }
       if (res.destroyed) break;
-      if (!res.write(chunk)) await drained(res);
+      if (!writer.write(lines)) await writer.drained();
     }
   } finally {
     socket.off('close', stop);
@@ -123,15 +129,14 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
   return reply;
 }
 
-const line = (type: string, object: string) => `{"type":"${type}","object":${object}}\n`;
-
 /** Encodes items in the negotiated format; Table events carry column definitions only once. */
-function encoder(w: WatchRequest, observed: WatchStreamObserver | undefined): (item: WatchItem) => string {
+function encoder(w: WatchRequest, observed: WatchStreamObserver | undefined): (item: WatchItem) => EventBytes {
   const { def, out } = w;
-  const event = (type: string, object: string) => {
-    observed?.event(Buffer.byteLength(object));
-    return line(type, object);
+  const sized = (type: string, line: EventBytes) => {
+    observed?.event(objectBytes(type, line));
+    return line;
   };
+  const event = (type: string, object: string) => sized(type, eventBytes([eventLine(type, object)]));
   let columnsSent = false;
   // k8s.io/apiserver 1.33 (watchListTransformer): the initial-events-end bookmark of a watch-list carries
   // an empty list of the requested type, JSON-encoded and base64'd, for clients to build their list from.
@@ -158,7 +163,7 @@ function encoder(w: WatchRequest, observed: WatchStreamObserver | undefined): (i
         columnsSent = true;
         return event(item.type, t);
       }
-      default: return event(item.type, entry.json);
+      default: return sized(item.type, sharedEventLine(item.type, entry));
     }
   };
 }

@@ -94,6 +94,15 @@ export function instrumentKubeRequests(app: FastifyInstance, metrics: KubeMetric
     s.sizes?.observe(t.bytes);
   }
 
+  // Every event of every watcher is counted: its series is resolved once per kind, not hashed per event.
+  const watchSeries = new Map<string, { count: CounterSeries; sizes: HistogramSeries }>();
+  const eventSeries = (kind: { group: string; version: string; kind: string }) => {
+    const key = `${kind.group}/${kind.version}/${kind.kind}`;
+    let s = watchSeries.get(key);
+    if (!s) watchSeries.set(key, (s = { count: new CounterSeries(metrics.watchEvents, { ...kind }), sizes: new HistogramSeries(metrics.watchEventSizes, { ...kind }) }));
+    return s;
+  };
+
   return {
     opened(raw, kind) {
       const req = raw as FastifyRequest['raw'];
@@ -109,10 +118,15 @@ export function instrumentKubeRequests(app: FastifyInstance, metrics: KubeMetric
         : { verb, group: '', version: '', resource: '', subresource: info.path, scope, component: APISERVER_COMPONENT };
       metrics.longRunning.inc(labels);
       let open = true;
+      const events = eventSeries(kind);
+      const t = tracked.get(raw);
       return {
         event(objectBytes) {
-          metrics.watchEvents.inc(kind);
-          metrics.watchEventSizes.observe(kind, objectBytes);
+          events.count.inc();
+          events.sizes.observe(objectBytes);
+        },
+        bodyWritten(bytes) {
+          if (t) t.bytes += bytes;
         },
         closed() {
           if (!open) return;

@@ -1,0 +1,195 @@
+// Watch events on the wire. An event's line is encoded once and shared by every watcher it goes to, and
+// HTTP/1.1 GET watches write whole chunks straight to the socket (src/endpoints/eventLines.ts). Judged
+// here: the framing a client parses byte by byte (strictly), a kept-alive or pipelined connection after a
+// watch, HEAD, and, property-based, that watchers with different selectors over HTTP/1.1 and HTTP/2 get
+// the events upstream's cacher would send them, the same bytes on both protocols.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { Http2Client } from '../helpers/http2Client.js';
+import { RawConn, type RawResponse } from '../helpers/rawHttp1.js';
+import { startTestServer, type Stream, type TestServer } from '../helpers/testServer.js';
+
+const API = '/apis/farm.example.com/v1alpha';
+const coll = (ns: string) => `${API}/namespaces/${ns}/llamas`;
+
+interface Meta { name: string; resourceVersion: string; labels?: Record<string, string> }
+interface Obj { metadata: Meta; [k: string]: unknown }
+interface Event { type: string; object: Obj }
+
+const llama = (name: string, labels: Record<string, string> = {}) =>
+  ({ apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name, labels }, spec: { weight: 100, height: 1.5 } });
+
+describe('watch events on the wire', () => {
+  let s: TestServer;
+  let port: number;
+  let h2: Http2Client;
+  const conns: RawConn[] = [];
+  const streams: Stream[] = [];
+
+  before(async () => {
+    s = await startTestServer({ watch: { queueCapacity: 1000, bookmarkIntervalMs: 60_000 } });
+    port = Number(new URL(s.url).port);
+    h2 = new Http2Client(s.url, s.caPem);
+  });
+  after(async () => {
+    for (const c of conns) c.destroy();
+    for (const w of streams) w.close();
+    h2.close();
+    await s.close();
+  });
+
+  const create = async (ns: string, name: string, labels: Record<string, string> = {}): Promise<Obj> => {
+    const r = await s.request('POST', coll(ns), { body: llama(name, labels) });
+    assert.equal(r.status, 201, r.body);
+    return r.json() as Obj;
+  };
+  const listRV = async (ns: string): Promise<string> => (await s.request('GET', coll(ns))).json().metadata.resourceVersion as string;
+  const conn = async () => {
+    const c = await RawConn.tls(port, s.caPem);
+    conns.push(c);
+    return c;
+  };
+  const get = (method: string, path: string) => `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${s.token}\r\nAccept: application/json\r\n\r\n`;
+  /** A watch answer's chunks: each holds whole event lines, and the body is those lines. */
+  const eventsOf = (r: RawResponse): Event[] => {
+    assert.equal(r.status, 200, r.raw);
+    assert.equal(r.headers['transfer-encoding'], 'chunked');
+    assert.ok(r.chunks, 'chunked');
+    for (const c of r.chunks) assert.match(c, /^(\{[^\n]*\}\n)+$/, `a chunk of whole lines: ${JSON.stringify(c.slice(0, 200))}`);
+    return r.body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Event);
+  };
+
+  it('an HTTP/1.1 watch sends well-formed chunks and its last chunk; the kept-alive connection serves the next request', async () => {
+    const rv = await listRV('wire-keep');
+    const c = await conn();
+    c.write(get('GET', `${coll('wire-keep')}?watch=1&resourceVersion=${rv}&timeoutSeconds=1`));
+    const made = [await create('wire-keep', 'a'), await create('wire-keep', 'b'), await create('wire-keep', 'c')];
+    const first = await c.response(5000, 1);
+    assert.equal(first.responses.length, 1, `the watch ended with its last chunk: ${JSON.stringify(first.rest.slice(-200))}`);
+    assert.deepEqual(eventsOf(first.responses[0]), made.map((object) => ({ type: 'ADDED', object })));
+    assert.equal(c.closed, false);
+    c.write(get('GET', coll('wire-keep')));
+    const second = await c.response(5000, 2);
+    assert.equal(second.responses[1]?.status, 200, second.rest);
+    assert.deepEqual((JSON.parse(second.responses[1].body) as { items: Obj[] }).items, made);
+    assert.equal(second.rest, '');
+  });
+
+  it('a watch pipelined behind another waits for it, then sends its own events; the connection stays usable', async () => {
+    const rv = await listRV('wire-pipe');
+    const c = await conn();
+    // The second watch's response has no socket while the first holds it: node buffers what it writes.
+    const watchPath = (t: number) => `${coll('wire-pipe')}?watch=1&resourceVersion=${rv}&timeoutSeconds=${t}`;
+    c.write(get('GET', watchPath(1)) + get('GET', watchPath(2)));
+    const made = [await create('wire-pipe', 'a'), await create('wire-pipe', 'b')];
+    const both = await c.response(8000, 2);
+    assert.equal(both.responses.length, 2, both.rest.slice(0, 300));
+    for (const r of both.responses) assert.deepEqual(eventsOf(r), made.map((object) => ({ type: 'ADDED', object })));
+    c.write(get('GET', `${coll('wire-pipe')}/a`));
+    const third = await c.response(5000, 3);
+    assert.equal(third.responses[2]?.status, 200, third.rest);
+    assert.deepEqual(JSON.parse(third.responses[2].body), made[0]);
+  });
+
+  it('a HEAD watch answers with a head and no body; the connection then serves a GET', async () => {
+    const rv = await listRV('wire-head');
+    const c = await conn();
+    c.write(get('HEAD', `${coll('wire-head')}?watch=1&resourceVersion=${rv}&timeoutSeconds=1`));
+    const made = await create('wire-head', 'a');
+    const head = await c.response(5000, 1, ['HEAD']);
+    assert.equal(head.responses.length, 1);
+    assert.equal(head.responses[0].body, '');
+    // Whatever the HEAD wrote must be its head alone: the next bytes are the GET's answer.
+    await new Promise((r) => setTimeout(r, 1200));
+    c.write(get('GET', `${coll('wire-head')}/a`));
+    const next = await c.response(5000, 2, ['HEAD', 'GET']);
+    assert.equal(next.responses[1]?.status, 200, next.rest.slice(0, 300));
+    assert.deepEqual(JSON.parse(next.responses[1].body), made);
+    assert.equal(next.rest, '');
+  });
+
+  describe('watchers with different selectors, over HTTP/1.1 and HTTP/2 (property-based)', () => {
+    type Color = 'brown' | 'white' | 'black' | undefined;
+    type Op = { op: 'create' | 'relabel'; name: string; color: Color } | { op: 'delete'; name: string };
+    const colors = fc.constantFrom<Color>('brown', 'white', 'black', undefined);
+    const names = fc.constantFrom('n1', 'n2', 'n3');
+    const ops = fc.array(fc.oneof(
+      fc.record({ op: fc.constant('create' as const), name: names, color: colors }),
+      fc.record({ op: fc.constant('relabel' as const), name: names, color: colors }),
+      fc.record({ op: fc.constant('delete' as const), name: names }),
+    ), { minLength: 1, maxLength: 12 });
+    const selectors: [string, (c: Color) => boolean][] = [
+      ['', () => true],
+      ['color=brown', (c) => c === 'brown'],
+      ['color!=brown', (c) => c !== 'brown'],
+      ['color in (brown,white)', (c) => c === 'brown' || c === 'white'],
+      ['color', (c) => c !== undefined],
+    ];
+    let run = 0;
+
+    it('each gets the events its selector makes of the writes, and both protocols the same bytes', async () => {
+      await fc.assert(fc.asyncProperty(ops, async (script) => {
+        const ns = `wire-fan-${run++}`;
+        const rv = await listRV(ns);
+        const headers = { authorization: `Bearer ${s.token}`, accept: 'application/json' };
+        const open = async (selector: string) => {
+          const path = `${coll(ns)}?watch=1&resourceVersion=${rv}${selector ? `&labelSelector=${encodeURIComponent(selector)}` : ''}`;
+          // Two HTTP/1.1 watchers (both take the shared line), one HTTP/2 watcher (res.write).
+          const ws = [await s.stream(path), await s.stream(path), await h2.stream(path, headers)];
+          streams.push(...ws);
+          for (const w of ws) assert.equal(w.status, 200);
+          return ws;
+        };
+        const watchers = await Promise.all(selectors.map(([sel]) => open(sel)));
+        // The model: what upstream's cacheWatcher makes of each write for a selector (leaving it is DELETED).
+        const live = new Map<string, Color>();
+        const expected: { type: string; name: string }[][] = selectors.map(() => []);
+        const step = (name: string, before: Color | null, now: Color | null) => selectors.forEach(([, matches], i) => {
+          const was = before !== null && matches(before);
+          const is = now !== null && matches(now);
+          const type = was && is ? 'MODIFIED' : is ? 'ADDED' : was ? 'DELETED' : undefined;
+          if (type) expected[i].push({ type, name });
+        });
+        const write = async (o: Op) => {
+          const exists = live.has(o.name);
+          if (o.op === 'create' && !exists) {
+            await create(ns, o.name, o.color ? { color: o.color } : {});
+            step(o.name, null, o.color);
+            live.set(o.name, o.color);
+          } else if (o.op === 'relabel' && exists && live.get(o.name) !== o.color) {
+            const r = await s.request('PATCH', `${coll(ns)}/${o.name}`, { body: { metadata: { labels: { color: o.color ?? null } } }, contentType: 'application/merge-patch+json' });
+            assert.equal(r.status, 200, r.body);
+            step(o.name, live.get(o.name)!, o.color);
+            live.set(o.name, o.color);
+          } else if (o.op === 'delete' && exists) {
+            const r = await s.request('DELETE', `${coll(ns)}/${o.name}`);
+            assert.equal(r.status, 200, r.body);
+            step(o.name, live.get(o.name)!, null);
+            live.delete(o.name);
+          }
+        };
+        for (const o of script) await write(o);
+        // Two last writes that every selector sees at least one of: nothing can be missing before them.
+        await write({ op: 'create', name: 'end-brown', color: 'brown' });
+        await write({ op: 'create', name: 'end-none', color: undefined });
+        for (const [i, ws] of watchers.entries()) {
+          const want = expected[i];
+          const got: string[][] = [];
+          for (const w of ws) {
+            const lines: string[] = [];
+            while (lines.length < want.length) lines.push(await w.next(5000));
+            got.push(lines);
+            w.close();
+          }
+          const events = got[0].map((l) => JSON.parse(l) as Event);
+          assert.deepEqual(events.map((e) => ({ type: e.type, name: e.object.metadata.name })), want, `selector ${JSON.stringify(selectors[i][0])}`);
+          const rvs = events.map((e) => Number(e.object.metadata.resourceVersion));
+          assert.deepEqual(rvs, [...rvs].sort((a, b) => a - b), 'in resourceVersion order');
+          assert.deepEqual(got[1], got[0], 'the second HTTP/1.1 watcher: the same bytes');
+          assert.deepEqual(got[2], got[0], 'the HTTP/2 watcher: the same bytes');
+        }
+      }), { seed: 20261124, numRuns: 25, endOnFailure: true });
+    });
+  });
+});
