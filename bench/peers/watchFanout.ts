@@ -1,6 +1,7 @@
 // Watch fan-out of the peer benchmark: `watchers` watch streams on each server (token, direct), in 2
 // client processes on the client core; a writer merge-PATCHes one object at a fixed pace, alternating
-// servers by segment (in order, then reversed, …); latency = event line received − PATCH response received.
+// servers by segment (in order, then reversed, …). Latency: event line received − PATCH sent (end to end);
+// also − PATCH response received, and the PATCH's own, which a fan-out on the same thread can delay.
 import { Agent } from 'node:https';
 import { Child, nowMs, percentile, sleep } from '../lib/common.js';
 import { call, fixed, type Server, type Who } from './peerServer.js';
@@ -12,7 +13,10 @@ interface Collected { streams: number; events: number; lost: number; duplicated:
 export interface WatchConfig { watchers: number; watchSegments: number; writesPerSegment: number; watchRate: number }
 
 export interface WatchResult {
-  p50: number; p99: number; sentP50: number; sentP99: number;
+  /** Write sent → event received (end to end), and write ack → event received. */
+  sentP50: number; sentP99: number; ackP50: number; ackP99: number;
+  /** The writer's own latency while the fan-out runs: write sent → its response received. */
+  writeP50: number; writeP99: number;
   /** Server process CPU over the segments ÷ updates (the PATCH included). */
   cpuMsPerUpdate: number;
   /** The same for the helper processes (etcd). */
@@ -86,9 +90,11 @@ export async function watchFanout(o: {
       const got = await Promise.all(clients.map((c) => c.call<Collected>('collect', { group: s.who, written: w, timeoutMs: 15_000 })));
       const fromAck = Float64Array.from(got.flatMap((g) => g.fromAck)).sort();
       const fromSent = Float64Array.from(got.flatMap((g) => g.fromSent)).sort();
+      const writeMs = Float64Array.from(w.map((x) => x.ackMs - x.sentMs)).sort();
       const sum = (k: 'lost' | 'duplicated' | 'outOfOrder' | 'errors' | 'events' | 'unexpected' | 'endedEarly') => got.reduce((a, g) => a + g[k], 0);
       const r: WatchResult = {
-        p50: percentile(fromAck, 50), p99: percentile(fromAck, 99), sentP50: percentile(fromSent, 50), sentP99: percentile(fromSent, 99),
+        sentP50: percentile(fromSent, 50), sentP99: percentile(fromSent, 99), ackP50: percentile(fromAck, 50), ackP99: percentile(fromAck, 99),
+        writeP50: percentile(writeMs, 50), writeP99: percentile(writeMs, 99),
         cpuMsPerUpdate: cpuMs.get(s)! / w.length, helperCpuMsPerUpdate: helperMs.get(s)! / w.length,
         events: sum('events'), expected: w.length * cfg.watchers, updates: w.length,
         lost: sum('lost'), duplicated: sum('duplicated'), outOfOrder: sum('outOfOrder'), errors: sum('errors') + sum('unexpected') + sum('endedEarly'),

@@ -234,6 +234,23 @@ describe('ObjectCache watchers', () => {
     assert.equal(w.pending(), 0, 'no changes after close');
   });
 
+  it('a waiting reader is woken after the writer\'s own microtasks (the write answers first), with the item queued at once', async () => {
+    const c = new ObjectCache(10);
+    const d = new Driver(c);
+    const readers = [c.watch({ capacity: 10 }), c.watch({ capacity: 10 })];
+    const order: string[] = [];
+    const reads = readers.map((w, i) => w.next().then((item) => { order.push(`reader ${i}: ${item && describeItem(item)}`); }));
+    const writer = (async () => {
+      d.add('ns', 'a');
+      assert.deepEqual(readers.map((w) => w.pending()), [1, 1], 'queued with the change');
+      // A request's continuation after its write: several awaits, then its response.
+      for (let i = 0; i < 20; i++) await Promise.resolve();
+      order.push('response');
+    })();
+    await Promise.all([writer, ...reads]);
+    assert.deepEqual(order, ['response', 'reader 0: ADDED ns/a@1', 'reader 1: ADDED ns/a@1']);
+  });
+
   it('a watcher whose queue reaches its capacity is closed for overflow and drops what it buffered; others are unaffected', async () => {
     const c = new ObjectCache(100);
     const d = new Driver(c);

@@ -96,9 +96,31 @@ export class CacheWatcher implements Watcher {
   }
 
   private signal(): void {
+    if (this.wake) wakeSoon(this);
+  }
+
+  /** Hands a waiting reader what was queued (see wakeSoon). */
+  wakeNow(): void {
     const w = this.wake;
     this.wake = undefined;
     w?.();
+  }
+}
+
+/**
+ * Readers are woken once the current callback and its microtasks are done, not at once: the request whose
+ * write made the change answers its client first, then the fan-out to possibly thousands of watchers runs
+ * (upstream's cacher fans out on goroutines of its own, so a write's latency does not grow with them).
+ */
+const toWake = new Set<CacheWatcher>();
+function wakeSoon(w: CacheWatcher): void {
+  if (toWake.size === 0) setImmediate(wakeAll);
+  toWake.add(w);
+}
+function wakeAll(): void {
+  for (const w of toWake) {
+    toWake.delete(w);
+    w.wakeNow();
   }
 }
 
