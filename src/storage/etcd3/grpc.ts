@@ -6,7 +6,9 @@ import { EventEmitter } from 'node:events';
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type SecureClientSessionOptions } from 'node:http2';
 
 /** gRPC status codes used here (the rest are reported by number). */
-export const GrpcStatus = { OK: 0, CANCELLED: 1, UNKNOWN: 2, DEADLINE_EXCEEDED: 4, INTERNAL: 13, UNAVAILABLE: 14 } as const;
+export const GrpcStatus = {
+  OK: 0, CANCELLED: 1, UNKNOWN: 2, DEADLINE_EXCEEDED: 4, PERMISSION_DENIED: 7, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16,
+} as const;
 
 const STATUS_NAMES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS',
   'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL',
@@ -350,9 +352,9 @@ function percentDecoded(s: string): string {
 function httpToGrpc(http: number): number {
   switch (http) {
     case 400: return GrpcStatus.INTERNAL;
-    case 401: return 16;
-    case 403: return 7;
-    case 404: return 12;
+    case 401: return GrpcStatus.UNAUTHENTICATED;
+    case 403: return GrpcStatus.PERMISSION_DENIED;
+    case 404: return GrpcStatus.UNIMPLEMENTED;
     case 429: case 502: case 503: case 504: return GrpcStatus.UNAVAILABLE;
     default: return GrpcStatus.UNKNOWN;
   }

@@ -40,7 +40,7 @@ export class ProtoWriter {
     const start = this.flushed;
     write(this, value);
     this.part(new Uint8Array(0));
-    const len = varint(this.flushed - start);
+    const len = Uint8Array.from(pushVarint([], this.flushed - start));
     this.parts[at] = len;
     this.flushed += len.length;
     return this;
@@ -55,11 +55,7 @@ export class ProtoWriter {
     // Any integer below int64's limit is written as it is (past 2^53 that is the float's value: a
     // revision too large for any etcd, which answers "future revision"). Negatives are never sent.
     if (!Number.isInteger(n) || n < 0 || n >= 2 ** 63) throw new RangeError(`not a protobuf varint: ${n}`);
-    while (n > 0x7f) {
-      this.small.push((n % 0x80) | 0x80);
-      n = Math.floor(n / 0x80);
-    }
-    this.small.push(n);
+    pushVarint(this.small, n);
   }
 
   /** Appends the pending varints, then `b`; returns `b`'s index. */
@@ -74,14 +70,14 @@ export class ProtoWriter {
   }
 }
 
-function varint(n: number): Uint8Array {
-  const out: number[] = [];
+/** Appends the varint of a non-negative integer (division, not shifts: past 2^31 shifts wrap). */
+function pushVarint(out: number[], n: number): number[] {
   while (n > 0x7f) {
     out.push((n % 0x80) | 0x80);
     n = Math.floor(n / 0x80);
   }
   out.push(n);
-  return Uint8Array.from(out);
+  return out;
 }
 
 /** The two's-complement int64 of the 10-byte varint at `at` (its top bit is set). */
