@@ -2,7 +2,7 @@
 // resourceVersion and the key to start after, so every page of a list is read at one revision.
 import { errors } from '../apimachinery/status.js';
 
-interface ContinueToken { v: string; rv: number; start: string }
+interface ContinueToken { v: string; rv: number | string; start: string }
 
 /** A token's revision that means "the latest state" (a 410 for a compacted continue hands it out; any negative one reads so; 0 is malformed). */
 export const CONTINUE_LATEST = -1;
@@ -10,7 +10,8 @@ export const CONTINUE_LATEST = -1;
 /** Where a continued list resumes: the first page's resourceVersion, after its last key. */
 export interface ContinueFrom { rv: number; startAfter: string }
 
-export function encodeContinue(rv: number, lastKey: string): string {
+/** `rv`: a revision, or a resource's own opaque resourceVersion text (FarmPods' positions). */
+export function encodeContinue(rv: number | string, lastKey: string): string {
   const token: ContinueToken = { v: 'meta.k8s.io/v1', rv, start: `${lastKey}\u0000` };
   return Buffer.from(JSON.stringify(token)).toString('base64url');
 }

@@ -3,7 +3,7 @@
 // position, so a client's position resolves to the step after which its view of the world ends.
 import { paginate, FRESHNESS_WAIT_MS } from '../../storage/cacher/cacheReader.js';
 import { TooOldError, type CacheWatcher, type ObjectCache } from '../../storage/cacher/objectCache.js';
-import { CONTINUE_EXPIRED, checkNoResourceVersion, continueJson, continueStart, invalidContinue } from '../../storage/continueToken.js';
+import { CONTINUE_EXPIRED, checkNoResourceVersion, continueJson, continueStart, encodeContinue, invalidContinue } from '../../storage/continueToken.js';
 import { storageErrors } from '../../storage/errors.js';
 import type { Entry, ListOptions, ListResult, Reader, Watcher, WatchItem, WatchOptions } from '../../storage/interfaces.js';
 import { formatPosition, notAfter, parseFarmPodRV, type Position, type RequestedRV } from './farmPodRV.js';
@@ -66,11 +66,6 @@ export class PositionLog {
     const before = next.by === 'pod' ? { pod: next.pos.pod - 1, llama: next.pos.llama } : { pod: next.pos.pod, llama: next.pos.llama - 1 };
     return notAfter(x, before) ? { seq } : 'elsewhere';
   }
-}
-
-/** A continue token of FarmPods: as the storage's, but its resourceVersion is a FarmPod position. */
-function encodeContinue(rv: string, lastKey: string): string {
-  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: `${lastKey}\u0000` })).toString('base64url');
 }
 
 function decodeContinue(s: string, prefix: string): { rv: RequestedRV & { kind: 'at' }; startAfter: string } {
