@@ -53,6 +53,9 @@ export type { AuthChain } from './auth/plugin.js';
 
 export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endWatches(): void; inFlight: InFlightLimiter }
 
+/** How long a shutdown waits for ended watches to finish their responses. */
+const WATCH_END_WAIT_MS = 1000;
+
 export function buildServer(opts: ServerOptions): FarmServer {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
   let serving: ServingServer | undefined;
@@ -129,6 +132,12 @@ export function buildServer(opts: ServerOptions): FarmServer {
   }
 
   const endWatches = () => { for (const w of [...watchers]) w.close(); };
-  app.addHook('preClose', async () => { endWatches(); serving?.closeSessions(); });
+  app.addHook('preClose', async () => {
+    endWatches();
+    // fastify then closes idle connections: an HTTP/1.1 watch whose response has not ended by then keeps its
+    // connection (kept alive) until the idle timeout. A stream stuck on a client that stopped reading is not waited for.
+    for (let i = 0; watchers.size > 0 && i < WATCH_END_WAIT_MS / 5; i++) await new Promise((r) => setTimeout(r, 5));
+    serving?.closeSessions();
+  });
   return { app, watchers, endWatches, inFlight };
 }

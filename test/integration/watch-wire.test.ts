@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Http2Client } from '../helpers/http2Client.js';
-import { RawConn, type RawResponse } from '../helpers/rawHttp1.js';
+import { parseResponses, RawConn, type RawResponse } from '../helpers/rawHttp1.js';
 import { startTestServer, type Stream, type TestServer } from '../helpers/testServer.js';
 
 const API = '/apis/farm.example.com/v1alpha';
@@ -107,6 +107,24 @@ describe('watch events on the wire', () => {
     assert.equal(next.responses[1]?.status, 200, next.rest.slice(0, 300));
     assert.deepEqual(JSON.parse(next.responses[1].body), made);
     assert.equal(next.rest, '');
+  });
+
+  it('shutdown ends an HTTP/1.1 watch with its last chunk and closes the kept-alive connection at once', async () => {
+    // Its own server: closing it is the test. The idle timeout is long, so only the shutdown can close the socket.
+    const own = await startTestServer({ http: { idleTimeoutMs: 60_000 } });
+    const c = await RawConn.tls(Number(new URL(own.url).port), own.caPem);
+    conns.push(c);
+    const rv = (await own.request('GET', coll('wire-stop'))).json().metadata.resourceVersion as string;
+    c.write(`GET ${coll('wire-stop')}?watch=1&resourceVersion=${rv} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${own.token}\r\n\r\n`);
+    await c.until(() => c.data.includes('\r\n\r\n'), 5000);
+    for (let i = 0; i < 100 && own.server.watchers.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(own.server.watchers.size, 1, 'the watch is open');
+    const started = performance.now();
+    await own.close();
+    assert.ok(performance.now() - started < 5000, `closing took ${(performance.now() - started).toFixed(0)} ms`);
+    assert.ok(await c.waitClosed(1000), 'the connection is closed by the shutdown');
+    const parsed = parseResponses(c.data, false);
+    assert.equal(parsed.responses.length, 1, `the watch ended with its last chunk: ${JSON.stringify(parsed.rest.slice(-100))}`);
   });
 
   describe('watchers with different selectors, over HTTP/1.1 and HTTP/2 (property-based)', () => {

@@ -17,7 +17,7 @@ export interface WatchSettings {
   /** Buffered events per watcher before it is closed for falling behind. */
   queueCapacity: number;
   bookmarkIntervalMs: number;
-  /** Open watch streams, so shutdown can end them cleanly. */
+  /** Open watch streams, so shutdown can end them cleanly; one leaves once its response has ended. */
   registry: Set<Watcher>;
   /** Told of each watch stream and its events (the server layer's metrics). */
   observer?: WatchObserver;
@@ -121,10 +121,11 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     socket.off('close', stop);
     clearTimeout(timer);
     if (bookmarks) clearInterval(bookmarks);
-    settings.registry.delete(open);
     open.close();
     observed?.closed();
     if (!res.destroyed) res.end();
+    // Only now: a shutdown waits for the registry to empty before it closes idle connections.
+    settings.registry.delete(open);
   }
   return reply;
 }

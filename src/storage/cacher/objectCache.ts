@@ -92,7 +92,8 @@ export class CacheWatcher implements Watcher {
     if (this.closedReason) return;
     this.closedReason = reason;
     this.owner.unsubscribe(this);
-    this.signal();
+    // At once, not after the current callback: a shutdown ends the watches, then closes idle connections.
+    this.wakeNow();
   }
 
   private signal(): void {
