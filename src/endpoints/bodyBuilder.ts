@@ -1,6 +1,7 @@
 // Builds a response body as bytes from many ready JSON pieces. Joining them into one big string
 // costs a copy, then Node flattens and UTF-8 encodes it again when sending (and fastify measures
 // it first); writing each piece once into a buffer and sending that skips all three.
+import { responseGone } from './protocol.js';
 
 /** Reused between builds; a builder takes it while it works (none if another holds it, or threw). */
 let scratch: Buffer | undefined = Buffer.allocUnsafe(64 * 1024);
@@ -109,7 +110,8 @@ export interface ChunkSink {
   write(chunk: Buffer): boolean;
   end(): void;
   readonly writableLength: number;
-  readonly destroyed: boolean;
+  /** Set on a closed ServerResponse; node's HTTP/2 response has none (see responseGone). */
+  readonly destroyed?: boolean;
   on(event: 'drain' | 'close', f: () => void): unknown;
   off(event: 'drain' | 'close', f: () => void): unknown;
 }
@@ -121,15 +123,16 @@ export interface ChunkSink {
  */
 export async function writeChunks(res: ChunkSink, src: ChunkSource): Promise<void> {
   for (let chunk: Buffer | undefined = src.first; chunk; chunk = src.next()) {
-    if (res.destroyed) return;
+    if (responseGone(res)) return;
     // 'drain' comes only after a write that returned false: wait for it only then.
     if (!res.write(chunk) && res.writableLength > UNSENT_BUDGET_BYTES) await drained(res);
   }
-  if (!res.destroyed) res.end();
+  if (!responseGone(res)) res.end();
 }
 
-/** Resolves when the stream has room again, or is gone. */
+/** Resolves when the stream has room again, or is gone (at once if it is gone already). */
 export function drained(res: Pick<ChunkSink, 'on' | 'off'>): Promise<void> {
+  if (responseGone(res)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
     res.on('drain', done);

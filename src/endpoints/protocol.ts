@@ -49,6 +49,15 @@ export function discardUnreadBody(reply: FastifyReply, timeoutMs: number): void 
   stream.once('close', () => clearTimeout(timer));
 }
 
+/**
+ * A response (or socket) that can take no more writes: its 'close' may already have been emitted, so waiting
+ * for 'drain' or 'close' would never end. node's HTTP/2 compatibility response has no `destroyed`: its stream has.
+ */
+export function responseGone(res: object): boolean {
+  const r = res as { destroyed?: boolean; stream?: { closed: boolean; destroyed: boolean } };
+  return r.destroyed === true || (r.stream !== undefined && (r.stream.closed || r.stream.destroyed));
+}
+
 /** The client went away: its connection (HTTP/1.1), or under HTTP/2 its stream (reset or closed). */
 export function clientGone(raw: IncomingMessage): boolean {
   if (!isHttp2(raw)) return raw.socket.destroyed;

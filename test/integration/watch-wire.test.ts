@@ -4,6 +4,7 @@
 // watch, HEAD, and, property-based, that watchers with different selectors over HTTP/1.1 and HTTP/2 get
 // the events upstream's cacher would send them, the same bytes on both protocols.
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Http2Client } from '../helpers/http2Client.js';
@@ -125,6 +126,31 @@ describe('watch events on the wire', () => {
     assert.ok(await c.waitClosed(1000), 'the connection is closed by the shutdown');
     const parsed = parseResponses(c.data, false);
     assert.equal(parsed.responses.length, 1, `the watch ended with its last chunk: ${JSON.stringify(parsed.rest.slice(-100))}`);
+  });
+
+  it('an HTTP/2 watch blocked on a client that reads nothing ends once the client resets its stream', async () => {
+    const rv = await listRV('wire-h2reset');
+    // A window of 0: the server can send no DATA, so its writes back up at once.
+    const session = http2.connect(s.url, { ca: s.caPem, settings: { initialWindowSize: 0 } });
+    session.on('error', () => {});
+    try {
+      const stream = session.request({ ':path': `${coll('wire-h2reset')}?watch=1&resourceVersion=${rv}`, authorization: `Bearer ${s.token}`, accept: 'application/json' });
+      stream.on('error', () => {});
+      await new Promise<void>((resolve) => stream.once('response', () => resolve()));
+      const open = s.server.watchers.size;
+      // 80 KiB of events: a first write of up to 64 KiB backs up; the rest stays queued behind it.
+      const big = 'x'.repeat(8 << 10);
+      for (let i = 0; i < 10; i++) {
+        const r = await s.request('POST', coll('wire-h2reset'), { body: { ...llama(`big-${i}`), metadata: { name: `big-${i}`, annotations: { pad: big } } } });
+        assert.equal(r.status, 201, r.body);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      for (let i = 0; i < 200 && s.server.watchers.size >= open; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(s.server.watchers.size, open - 1, 'the watch ended on the server');
+    } finally {
+      session.destroy();
+    }
   });
 
   describe('watchers with different selectors, over HTTP/1.1 and HTTP/2 (property-based)', () => {

@@ -9,7 +9,7 @@ import type { Watcher, WatchItem } from '../../storage/interfaces.js';
 import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes } from '../eventLines.js';
 import { one } from '../listOptions.js';
 import { negotiate, type Output } from '../negotiation.js';
-import { isHttp2 } from '../protocol.js';
+import { isHttp2, responseGone } from '../protocol.js';
 import { parseIncludeObject, partialObjectMetadata, table, type IncludeObject } from '../table.js';
 import type { Req, RequestScope } from './scope.js';
 
@@ -100,7 +100,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
   res.on('close', stop);
   const socket = req.raw.socket;
   socket.once('close', stop); // kept-alive sockets outlive the watch: removed in finally (HTTP/2: the stream's)
-  if (res.destroyed || socket.destroyed) stop();
+  if (responseGone(res) || socket.destroyed) stop();
   try {
     for (;;) {
       const item = await open.next();
@@ -114,7 +114,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
         lines.push(b);
         size += b.bytes.length;
       }
-      if (res.destroyed) break;
+      if (responseGone(res)) break;
       if (!writer.write(lines)) await writer.drained();
     }
   } finally {
@@ -123,7 +123,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     if (bookmarks) clearInterval(bookmarks);
     open.close();
     observed?.closed();
-    if (!res.destroyed) res.end();
+    if (!responseGone(res)) res.end();
     // Only now: a shutdown waits for the registry to empty before it closes idle connections.
     settings.registry.delete(open);
   }
