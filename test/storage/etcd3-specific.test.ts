@@ -522,7 +522,7 @@ describe('Etcd3Storage on a real etcd', () => {
       const tick = () => { ticks++; if (running) setImmediate(tick); };
       let atPage: number | undefined;
       let atReset: number | undefined;
-      const timed: EtcdClient = { ...client, range: async (req) => { const r = await client.range(req); atPage ??= ticks; return r; } };
+      const timed: EtcdClient = { ...client, rangePage: async (req) => { const r = await client.rangePage(req); atPage ??= ticks; return r; } };
       const s = new Etcd3Storage({ client: timed, prefix, historyLimit: 1000 });
       open.push({ storage: s, client });
       s.view.onReset(() => { atReset = ticks; });
@@ -536,6 +536,44 @@ describe('Etcd3Storage on a real etcd', () => {
       assert.ok(atPage !== undefined && atReset !== undefined);
       // Decoding 9,000 such objects takes tens of ms: in 10 ms slices, others ran several times meanwhile.
       assert.ok(atReset - atPage >= 2, `${atReset - atPage} ticks while the page was decoded`);
+    });
+
+    it('a fill of several pages is one revision\'s state, and what changed between its pages comes by the watch', CASE, async () => {
+      const prefix = freshPrefix();
+      const client = connectEtcd({ hosts: [etcd.url] });
+      // 20,005 small llamas: three pages of the fill's 10,000 keys.
+      const keys = Array.from({ length: 20_005 }, (_, i) => `ns/l${String(i).padStart(5, '0')}`);
+      for (let i = 0; i < keys.length; i += 128) {
+        await client.txn({ success: keys.slice(i, i + 128).map((k) => ({ request_put: { key: Buffer.from(`${prefix}/${k}`), value: Buffer.from(JSON.stringify(llama(k))) } })) });
+      }
+      // Once the first page is answered, a key of the last page is deleted and a new one written.
+      const pages: { revision?: number; kvs: number }[] = [];
+      const paged: EtcdClient = {
+        ...client,
+        rangePage: async (req) => {
+          const r = await client.rangePage(req);
+          pages.push({ revision: req.revision, kvs: r.kvs.length });
+          if (pages.length === 1) {
+            await client.txn({ success: [{ request_delete_range: { key: Buffer.from(`${prefix}/ns/l20004`) } }] });
+            await client.txn({ success: [{ request_put: { key: Buffer.from(`${prefix}/ns/new`), value: Buffer.from(JSON.stringify(llama('ns/new'))) } }] });
+          }
+          return r;
+        },
+      };
+      const s = new Etcd3Storage({ client: paged, prefix, historyLimit: 1000 });
+      open.push({ storage: s, client });
+      let atReset: { rv: number; size: number; deleted: boolean; added: boolean } | undefined;
+      s.view.onReset(() => { atReset = { rv: s.view.resourceVersion, size: s.view.size, deleted: s.view.get('ns/l20004') === undefined, added: s.view.get('ns/new') !== undefined }; });
+      await s.start();
+      const first = pages[0];
+      assert.deepEqual(pages.map((p) => p.kvs), [10_000, 10_000, 5], 'three pages, one after another');
+      assert.equal(first.revision, undefined, 'the first page at etcd\'s newest revision');
+      assert.ok(atReset);
+      assert.ok(pages.slice(1).every((p) => p.revision === atReset?.rv), 'the later pages at the first one\'s revision');
+      assert.deepEqual(atReset, { rv: atReset.rv, size: 20_005, deleted: false, added: false }, 'the fill is the state at the first page');
+      await eventually(() => s.view.get('ns/l20004') === undefined && s.view.get('ns/new') !== undefined, 'the two changes from the watch', 10_000);
+      assert.equal(s.view.size, 20_005);
+      assert.equal(s.view.resourceVersion, atReset.rv + 2);
     });
 
     it('a page another replica answered, ahead of this one\'s lagging cache, continues from etcd at once', CASE, async () => {

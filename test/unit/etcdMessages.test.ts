@@ -141,8 +141,24 @@ describe('etcd v3 messages against protobufjs and etcd\'s .proto files', () => {
     }));
   });
 
+  it('a range page reads each key-value when asked, to what decode.range gives; past its end is a RangeError', () => {
+    fc.assert(fc.property(rangeResponse, (r) => {
+      const b = encodeTheirs('etcdserverpb.RangeResponse', pbRange(r));
+      const page = decode.rangePage(b);
+      const { kvs, ...rest } = decode.range(b);
+      assert.deepEqual({ ...page, kvs: Array.from({ length: page.kvs.length }, (_, i) => page.kvs.at(i)) }, { ...rest, kvs });
+      assert.throws(() => page.kvs.at(page.kvs.length), RangeError);
+      assert.throws(() => page.kvs.at(-1), RangeError);
+    }));
+    // A key-value whose own fields are broken (a 5-byte key in 2 bytes) fails when it is read, not before.
+    const broken = decode.rangePage(Buffer.from([0x12, 0x02, 0x0a, 0x05]));
+    assert.equal(broken.kvs.length, 1);
+    assert.throws(() => broken.kvs.at(0), /protobuf: truncated/);
+  });
+
   it('any bytes decode or throw an Error; a truncated message throws', () => {
-    for (const d of [decode.range, decode.txn, decode.watch, decode.compaction]) {
+    const pageRead = (b: Buffer) => { const { kvs } = decode.rangePage(b); for (let i = 0; i < kvs.length; i++) kvs.at(i); };
+    for (const d of [decode.range, pageRead, decode.txn, decode.watch, decode.compaction]) {
       fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (a) => {
         try {
           d(Buffer.from(a));

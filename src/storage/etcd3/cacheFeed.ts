@@ -152,7 +152,9 @@ export class CacheFeed {
 
   /**
    * Every key under the prefix at one revision (the first page's), then the cache restarts from it.
-   * The next page is asked for before this one is decoded, so etcd and our decoding overlap.
+   * Pages are asked for one after another, as the reflector's pager does: a page asked for while the
+   * last one is decoded made etcd work on both at once, and where etcd shares a core with this
+   * server, a client's read from etcd during the fill (a first LIST) waited behind both.
    */
   private async relist(): Promise<void> {
     const { key, range_end } = this.keys.range();
@@ -161,7 +163,7 @@ export class CacheFeed {
     const page = async (start: Buffer, rev?: number) => {
       for (;;) {
         try {
-          return await this.client.range({ key: start, range_end, limit, ...(rev ? { revision: rev } : {}) });
+          return await this.client.rangePage({ key: start, range_end, limit, ...(rev ? { revision: rev } : {}) });
         } catch (e) {
           // A page of big objects past gRPC's 2 GiB message bound: smaller pages (10,000 objects of 3 MiB would be 30 GiB).
           if (limit === 1 || !/larger than max|RESOURCE_EXHAUSTED/i.test((e as Error).message)) throw e;
@@ -173,26 +175,20 @@ export class CacheFeed {
     let res = await page(key);
     const rev = res.header.revision;
     for (let pages = 1; ; pages++) {
-      const last = res.kvs[res.kvs.length - 1];
-      const more = res.more && last !== undefined;
-      if (more && pages >= MAX_LIST_PAGES) throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
-      const next = more ? page(Buffer.concat([last.key, Buffer.from([0])]), rev) : undefined;
-      // A failed prefetch is awaited below; until then it must not count as unhandled.
-      next?.catch(() => {});
-      // A page is 10,000 objects (~0.1 s of JSON.parse): requests, /readyz among them, run between slices.
-      for (let i = 0; i < res.kvs.length; i++) {
+      const { kvs } = res;
+      // A page is 10,000 objects (~0.1 s of decoding and JSON.parse): requests, /readyz among them, run between slices.
+      for (let i = 0; i < kvs.length; i++) {
         if (i % DECODE_CHECK === 0) {
           await pacer.breathe();
           if (this.stopped) return;
         }
-        entries.push(decodeEntry(this.keys, res.kvs[i]));
+        entries.push(decodeEntry(this.keys, kvs.at(i)));
       }
-      if (!next) {
-        this.cache.reset(entries, rev);
-        return;
-      }
-      res = await next;
+      if (!res.more || kvs.length === 0) break;
+      if (pages >= MAX_LIST_PAGES) throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
+      res = await page(Buffer.concat([kvs.at(kvs.length - 1).key, Buffer.from([0])]), rev);
     }
+    this.cache.reset(entries, rev);
   }
 
   /** One watch stream from `from` until it ends; `onSynced` when etcd has created the watch. */

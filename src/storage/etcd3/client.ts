@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { GrpcChannel, GrpcError, GrpcStatus, type GrpcStream, type GrpcTls } from './grpc.js';
 import {
-  decode, encode, type RangeRequest, type RangeResponse, type TxnRequest, type TxnResponse, type WatchRequest, type WatchResponse,
+  decode, encode, type RangePage, type RangeRequest, type RangeResponse, type TxnRequest, type TxnResponse, type WatchRequest, type WatchResponse,
 } from './messages.js';
 
 export type { Event as IEvent, KeyValue as IKeyValue, RangeResponse as IRangeResponse, TxnResponse as ITxnResponse, WatchResponse as IWatchResponse } from './messages.js';
@@ -21,6 +21,8 @@ export interface WatchStream {
 
 export interface EtcdClient {
   range(req: RangeRequest): Promise<RangeResponse>;
+  /** A Range whose key-values are decoded one at a time, when read (for pages too big to decode in one turn). */
+  rangePage(req: RangeRequest): Promise<RangePage>;
   txn(req: TxnRequest): Promise<TxnResponse>;
   /** Compacts the key-value history up to `revision` (physically, so it is done when this resolves). */
   compact(revision: number): Promise<void>;
@@ -76,6 +78,7 @@ export function connectEtcd(conn: EtcdConnection): EtcdClient {
   const compact = unary('/etcdserverpb.KV/Compact', encode.compaction, decode.compaction, COMPACT_TIMEOUT_MS);
   return {
     range: unary('/etcdserverpb.KV/Range', encode.range, decode.range),
+    rangePage: unary('/etcdserverpb.KV/Range', encode.range, decode.rangePage),
     txn: unary('/etcdserverpb.KV/Txn', encode.txn, decode.txn),
     compact: async (revision) => { await compact({ revision, physical: true }); },
     watchStream: async () => {

@@ -104,6 +104,9 @@ export class ProtoReader {
     this.pos = start;
   }
 
+  /** The buffer read (a `span()` is an offset into it). */
+  get buffer(): Buffer { return this.buf; }
+
   /** The next field's number, or 0 at the end of the message. */
   next(): number {
     if (this.pos >= this.end) return 0;
@@ -137,6 +140,9 @@ export class ProtoReader {
     const [start, end] = this.delimited();
     return this.buf.toString('utf8', start, end);
   }
+
+  /** A length-delimited field's start and end in `buffer`, left undecoded. */
+  span(): [number, number] { return this.delimited(); }
 
   /** A nested message, read by `read` with a reader of its own. */
   message<T>(read: (r: ProtoReader) => T): T {
