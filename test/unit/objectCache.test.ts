@@ -2,8 +2,9 @@
 // 410 semantics of k8s.io/apiserver's watch cache) and the per-watcher queues.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { KubeObject } from '../../src/apimachinery/types.js';
-import { ObjectCache, TooOldError, type CacheWatcher } from '../../src/storage/cacher/objectCache.js';
+import { CacheContent, ObjectCache, TooOldError, type CacheWatcher } from '../../src/storage/cacher/objectCache.js';
 import type { ChangeType, Entry, WatchItem } from '../../src/storage/interfaces.js';
 import { makeEntry, objectKey } from '../../src/storage/objects.js';
 
@@ -166,6 +167,29 @@ describe('ObjectCache history', () => {
     assert.equal(c.watcherCount, 0);
     assert.throws(() => c.watch({ fromRV: 49, capacity: 10 }), (e: unknown) => e instanceof TooOldError && e.message === 'too old resource version: 49 (50)');
     assert.equal(c.watch({ fromRV: 50, capacity: 10 }).pending(), 0);
+  });
+
+  it('reset() from content gathered in any order (keys again included) is that content, in key order, and later changes keep it sorted', () => {
+    const key = fc.stringMatching(/^[a-z\u00e9\u{1F999}\uE000/-]{1,6}$/u);
+    fc.assert(fc.property(fc.array(key, { maxLength: 40 }), fc.array(key, { maxLength: 10 }), (added, later) => {
+      const content = new CacheContent();
+      const model = new Map<string, number>();
+      added.forEach((k, i) => {
+        content.add(makeEntry(k, { apiVersion: 'v1', kind: 'X', metadata: { name: k } }, i + 1));
+        model.set(k, i + 1);
+      });
+      const c = new ObjectCache(10);
+      c.reset(content, 100);
+      let rv = 100;
+      for (const k of later) {
+        const entry = makeEntry(k, { apiVersion: 'v1', kind: 'X', metadata: { name: k } }, ++rv);
+        c.apply({ type: model.has(k) ? 'MODIFIED' : 'ADDED', rv, entry, prev: c.get(k) });
+        model.set(k, rv);
+      }
+      const sorted = [...model.keys()].sort();
+      assert.deepEqual(c.list().map((e) => [e.key, e.rv]), sorted.map((k) => [k, model.get(k)]));
+      assert.equal(c.size, model.size);
+    }));
   });
 });
 

@@ -145,8 +145,38 @@ function restamp(e: Entry, rv: number): Entry {
   return makeEntry(e.key, { ...e.object, metadata: { ...e.object.metadata, resourceVersion: String(rv) } }, rv);
 }
 
+/**
+ * What a relist puts into a cache, gathered before the reset (e.g. between a fill's paced slices), so
+ * the reset itself only swaps it in: building it at once held the event loop 25-50 ms at 100,000 entries.
+ */
+export class CacheContent {
+  readonly objects = new Map<string, Entry>();
+  private readonly keys: string[] = [];
+  /** Keys came in ascending order (etcd's, for ASCII keys), so no sort is needed. */
+  private ascending = true;
+
+  static of(entries: Iterable<Entry>): CacheContent {
+    const c = new CacheContent();
+    for (const e of entries) c.add(e);
+    return c;
+  }
+
+  /** Adds an entry; a key added again replaces the earlier one. */
+  add(e: Entry): void {
+    const last = this.keys[this.keys.length - 1];
+    if (!this.objects.has(e.key)) {
+      if (last !== undefined && e.key < last) this.ascending = false;
+      this.keys.push(e.key);
+    }
+    this.objects.set(e.key, e);
+  }
+
+  /** The keys in order (a copy only when they came out of order). */
+  sortedKeys(): string[] { return this.ascending ? this.keys : [...this.keys].sort(); }
+}
+
 export class ObjectCache implements CacheView {
-  private readonly objects = new Map<string, Entry>();
+  private objects = new Map<string, Entry>();
   private readonly keys = new SortedKeys();
   private history: Change[] = [];
   private readonly watchers = new Set<CacheWatcher>();
@@ -202,10 +232,10 @@ export class ObjectCache implements CacheView {
    * Replaces everything (an upstream relist): history restarts at `rv`, so older resourceVersions
    * get 410, and open watchers are closed to make their clients relist, as the watch cache does.
    */
-  reset(entries: Entry[], rv: number): void {
-    this.objects.clear();
-    for (const e of entries) this.objects.set(e.key, e);
-    this.keys.reset([...this.objects.keys()].sort());
+  reset(content: CacheContent | Entry[], rv: number): void {
+    const next = content instanceof CacheContent ? content : CacheContent.of(content);
+    this.objects = next.objects;
+    this.keys.reset(next.sortedKeys());
     this.history = [];
     this.rv = rv;
     this.compactedRV = rv;

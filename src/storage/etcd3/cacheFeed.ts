@@ -4,7 +4,7 @@
 // cache's revision + 1, so no change is missed; a resume etcd has compacted away relists, which
 // restarts the cache's history and closes its watchers (their clients relist, as the watch cache's do).
 import { Pacer } from '../../apimachinery/pacer.js';
-import type { ObjectCache } from '../cacher/objectCache.js';
+import { CacheContent, type ObjectCache } from '../cacher/objectCache.js';
 import type { Entry } from '../interfaces.js';
 import { stamped } from '../objects.js';
 import type { EtcdClient, IEvent, IWatchResponse, WatchStream } from './client.js';
@@ -158,7 +158,7 @@ export class CacheFeed {
    */
   private async relist(): Promise<void> {
     const { key, range_end } = this.keys.range();
-    const entries: Entry[] = [];
+    const content = new CacheContent();
     let limit = LIST_PAGE;
     const page = async (start: Buffer, rev?: number) => {
       for (;;) {
@@ -182,13 +182,13 @@ export class CacheFeed {
           await pacer.breathe();
           if (this.stopped) return;
         }
-        entries.push(decodeEntry(this.keys, kvs.at(i)));
+        content.add(decodeEntry(this.keys, kvs.at(i)));
       }
       if (!res.more || kvs.length === 0) break;
       if (pages >= MAX_LIST_PAGES) throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
       res = await page(Buffer.concat([kvs.at(kvs.length - 1).key, Buffer.from([0])]), rev);
     }
-    this.cache.reset(entries, rev);
+    this.cache.reset(content, rev);
   }
 
   /** One watch stream from `from` until it ends; `onSynced` when etcd has created the watch. */
