@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { drained } from './bodyBuilder.js';
-import { isHttp2 } from './protocol.js';
+import { isHttp11 } from './protocol.js';
 
 /** Event lines framed as one HTTP/1.1 chunk; `bytes` is the lines alone (a view into `chunk`). */
 export interface EventBytes {
@@ -72,12 +72,12 @@ const joined = (lines: EventBytes[]): EventBytes => (lines.length === 1 ? lines[
  * node's chunked res.write frames, corks and writes three buffers per call, for every watcher and event.
  * The head is already on the socket (the response buffers nothing of its own: its writableLength is the
  * socket's), and the terminating chunk is res.end()'s, so the bytes stay in order.
- * Anything else (HTTP/2, HEAD, a response still queued behind a pipelined one: no socket yet) uses res.write.
+ * Anything else (HTTP/2, HTTP/1.0, HEAD, a response still queued behind a pipelined one: no socket yet) uses res.write.
  * `wroteDirectly` hears of the body bytes that went around res.write (the response-size metric counts them).
  */
 export function eventWriter(req: IncomingMessage, res: ServerResponse, wroteDirectly: (bodyBytes: number) => void): EventWriter {
   const socket: Socket | null = res.socket;
-  const direct = !isHttp2(req) && req.method === 'GET' && socket !== null && res.headersSent && res.writableLength === socket.writableLength;
+  const direct = isHttp11(req) && req.method === 'GET' && socket !== null && res.headersSent && res.writableLength === socket.writableLength;
   if (direct) {
     return {
       write(lines) {

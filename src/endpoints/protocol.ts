@@ -5,6 +5,9 @@ import type { FastifyReply } from 'fastify';
 
 export const isHttp2 = (raw: IncomingMessage): boolean => raw.httpVersionMajor === 2;
 
+/** HTTP/1.1: a body of unknown length is chunked. HTTP/1.0 has no chunks (the body ends with the connection); HTTP/2 frames it. */
+export const isHttp11 = (raw: IncomingMessage): boolean => raw.httpVersionMajor === 1 && raw.httpVersionMinor >= 1;
+
 const distinct = new WeakMap<IncomingMessage, NodeJS.Dict<string[]>>();
 
 /** Every header's values, one per field as sent (HTTP/2 requests have no headersDistinct; their headers joins repeats). */

@@ -77,6 +77,23 @@ describe('watch events on the wire', () => {
     assert.equal(second.rest, '');
   });
 
+  it('an HTTP/1.0 watch gets its events unchunked, and its end is the connection\'s (HTTP/1.0 has no chunks)', async () => {
+    const rv = await listRV('wire-http10');
+    const c = await conn();
+    c.write(get('GET', `${coll('wire-http10')}?watch=1&resourceVersion=${rv}&timeoutSeconds=1`).replace('HTTP/1.1', 'HTTP/1.0'));
+    const made = [await create('wire-http10', 'a'), await create('wire-http10', 'b')];
+    assert.ok(await c.until(() => c.closed, 5000), 'the server closes the connection at the watch\'s end');
+    const text = c.data.toString('utf8');
+    const split = text.indexOf('\r\n\r\n');
+    const head = text.slice(0, split).toLowerCase();
+    assert.match(head, /^http\/1\.[01] 200 /);
+    assert.doesNotMatch(head, /transfer-encoding/);
+    assert.doesNotMatch(head, /content-length/);
+    const lines = text.slice(split + 4).split('\n');
+    assert.equal(lines.pop(), '', 'the body is whole lines');
+    assert.deepEqual(lines.map((l) => JSON.parse(l) as Event), made.map((object) => ({ type: 'ADDED', object })));
+  });
+
   it('a watch pipelined behind another waits for it, then sends its own events; the connection stays usable', async () => {
     const rv = await listRV('wire-pipe');
     const c = await conn();

@@ -9,7 +9,7 @@ import type { Watcher, WatchItem } from '../../storage/interfaces.js';
 import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes } from '../eventLines.js';
 import { one } from '../listOptions.js';
 import { negotiate, type Output } from '../negotiation.js';
-import { isHttp2, responseGone } from '../protocol.js';
+import { isHttp11, responseGone } from '../protocol.js';
 import { parseIncludeObject, partialObjectMetadata, table, type IncludeObject } from '../table.js';
 import type { Req, RequestScope } from './scope.js';
 
@@ -73,8 +73,9 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
 
   reply.hijack();
   const res = reply.raw;
-  // HTTP/2 frames the stream itself (a Transfer-Encoding header is forbidden there).
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...(isHttp2(req.raw) ? {} : { 'Transfer-Encoding': 'chunked' }) });
+  // HTTP/2 frames the stream itself (a Transfer-Encoding header is forbidden there); an HTTP/1.0 client
+  // reads to the connection's end (node closes it after the response), as Go's server answers it.
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...(isHttp11(req.raw) ? { 'Transfer-Encoding': 'chunked' } : {}) });
   res.flushHeaders();
   const observed = settings.observer?.opened(req.raw, { group: scope.def.group, version: scope.def.version, kind: scope.def.kind });
   if (tooOld || !watcher) {
