@@ -52,18 +52,28 @@ export function discardUnreadBody(reply: FastifyReply, timeoutMs: number): void 
   stream.once('close', () => clearTimeout(timer));
 }
 
+/** An HTTP/2 stream that can carry nothing more. */
+const streamGone = (stream: { closed: boolean; destroyed: boolean } | undefined): boolean => !stream || stream.closed || stream.destroyed;
+
 /**
  * A response (or socket) that can take no more writes: its 'close' may already have been emitted, so waiting
  * for 'drain' or 'close' would never end. node's HTTP/2 compatibility response has no `destroyed`: its stream has.
  */
 export function responseGone(res: object): boolean {
   const r = res as { destroyed?: boolean; stream?: { closed: boolean; destroyed: boolean } };
-  return r.destroyed === true || (r.stream !== undefined && (r.stream.closed || r.stream.destroyed));
+  return r.destroyed === true || (r.stream !== undefined && streamGone(r.stream));
 }
 
 /** The client went away: its connection (HTTP/1.1), or under HTTP/2 its stream (reset or closed). */
 export function clientGone(raw: IncomingMessage): boolean {
   if (!isHttp2(raw)) return raw.socket.destroyed;
-  const stream = (raw as IncomingMessage & { stream?: ServerHttp2Stream }).stream;
-  return !stream || stream.closed || stream.destroyed;
+  return streamGone((raw as IncomingMessage & { stream?: ServerHttp2Stream }).stream);
+}
+
+/** Cuts a response short: HTTP/1.x closes its connection, HTTP/2 resets its stream (CANCEL), as Go's server does. */
+export function abortResponse(res: object): void {
+  const r = res as { destroy?: () => void; stream?: ServerHttp2Stream };
+  if (r.stream) {
+    if (!streamGone(r.stream)) r.stream.close(constants.NGHTTP2_CANCEL);
+  } else r.destroy?.();
 }

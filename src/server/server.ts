@@ -35,7 +35,7 @@ export interface ServerOptions {
   /** Read per request, so start-up can complete it once the cluster's trust is known. */
   auth: AuthChain;
   health: HealthChecks;
-  watch: { queueCapacity: number; bookmarkIntervalMs: number };
+  watch: { queueCapacity: number; bookmarkIntervalMs: number; endDrainMs?: number };
   admitCreate?: RestOptions['admitCreate'];
   version: { gitVersion: string };
   /** Serves GET /metrics from `registry` and counts every request in `httpRequests` and kube's apiserver_* families. */
@@ -131,11 +131,14 @@ export function buildServer(opts: ServerOptions): FarmServer {
     app.register(async (gv) => { for (const def of defs) registerResourceRoutes(gv, def, { watch, yaml, admitCreate: opts.admitCreate }); });
   }
 
-  const endWatches = () => { for (const w of [...watchers]) w.close(); };
+  const endWatches = () => {
+    watch.stopping = true;
+    for (const w of [...watchers]) w.close();
+  };
   app.addHook('preClose', async () => {
     endWatches();
     // fastify then closes idle connections: an HTTP/1.1 watch whose response has not ended by then keeps its
-    // connection (kept alive) until the idle timeout. A stream stuck on a client that stopped reading is not waited for.
+    // connection (kept alive) until the idle timeout. A stream stuck on a client that stopped reading is cut.
     for (let i = 0; watchers.size > 0 && i < WATCH_END_WAIT_MS / 5; i++) await new Promise((r) => setTimeout(r, 5));
     serving?.closeSessions();
   });

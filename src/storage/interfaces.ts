@@ -79,6 +79,8 @@ export interface Watcher {
   /** Queues a bookmark at the current resourceVersion, behind every change already queued. */
   requestBookmark(): void;
   close(): void;
+  /** Resolves once it is closed (by either side, or dropped for falling behind). */
+  closed(): Promise<void>;
   /** Why it ended: closed (by either side) or dropped for falling behind; undefined while open. */
   readonly closedReason: 'closed' | 'overflow' | undefined;
 }

@@ -29,7 +29,8 @@ describe('watch events on the wire', () => {
   const streams: Stream[] = [];
 
   before(async () => {
-    s = await startTestServer({ watch: { queueCapacity: 1000, bookmarkIntervalMs: 60_000 } });
+    // A watch that ended waits 1 s (not 30) for a client that stopped reading.
+    s = await startTestServer({ watch: { queueCapacity: 1000, bookmarkIntervalMs: 60_000, endDrainMs: 1000 } });
     port = Number(new URL(s.url).port);
     h2 = new Http2Client(s.url, s.caPem);
   });
@@ -145,6 +146,29 @@ describe('watch events on the wire', () => {
     assert.equal(parsed.responses.length, 1, `the watch ended with its last chunk: ${JSON.stringify(parsed.rest.slice(-100))}`);
   });
 
+  it('shutdown cuts an HTTP/1.1 watch whose client stopped reading at once', { timeout: 30_000 }, async () => {
+    const own = await startTestServer({ http: { idleTimeoutMs: 60_000 } });
+    const c = await RawConn.tls(Number(new URL(own.url).port), own.caPem);
+    conns.push(c);
+    c.socket.pause();
+    c.write(`GET ${coll('wire-stop2')}?watch=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${own.token}\r\n\r\n`);
+    for (let i = 0; i < 500 && own.server.watchers.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(own.server.watchers.size, 1, 'the watch is open');
+    // ~50 MiB of events: the watch's writes block on the client.
+    const pad = 'x'.repeat(250 << 10);
+    for (let i = 0; i < 200; i++) {
+      const r = await own.request('POST', coll('wire-stop2'), { body: { ...llama(`big-${i}`), metadata: { name: `big-${i}`, annotations: { pad } } } });
+      assert.equal(r.status, 201, r.body.slice(0, 200));
+    }
+    const started = performance.now();
+    await own.close();
+    const took = performance.now() - started;
+    assert.ok(took < 2000, `closing took ${took.toFixed(0)} ms`);
+    assert.equal(own.server.watchers.size, 0);
+    c.socket.resume();
+    assert.ok(await c.until(() => c.closed, 5000), 'the connection is closed');
+  });
+
   it('an HTTP/2 watch blocked on a client that reads nothing ends once the client resets its stream', async () => {
     const rv = await listRV('wire-h2reset');
     // A window of 0: the server can send no DATA, so its writes back up at once.
@@ -168,6 +192,60 @@ describe('watch events on the wire', () => {
     } finally {
       session.destroy();
     }
+  });
+
+  /** Polls (bounded) until the server holds `n` watches; returns how long that took. */
+  const untilWatches = async (n: number, ms: number): Promise<number> => {
+    const from = performance.now();
+    while (s.server.watchers.size !== n && performance.now() - from < ms) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(s.server.watchers.size, n, 'watches open on the server');
+    return performance.now() - from;
+  };
+  /** Creates llamas carrying `kib` KiB each in an annotation: events that back up a client that reads nothing. */
+  const createBig = async (ns: string, count: number, kib: number) => {
+    const pad = 'x'.repeat(kib << 10);
+    for (let i = 0; i < count; i++) {
+      const r = await s.request('POST', coll(ns), { body: { ...llama(`big-${i}`), metadata: { name: `big-${i}`, annotations: { pad } } } });
+      assert.equal(r.status, 201, r.body.slice(0, 300));
+    }
+  };
+
+  it('an HTTP/2 watch whose client reads nothing is reset once its timeoutSeconds passed and a second more', { timeout: 20_000 }, async () => {
+    const rv = await listRV('wire-h2stuck');
+    const open = s.server.watchers.size;
+    const session = http2.connect(s.url, { ca: s.caPem, settings: { initialWindowSize: 0 } });
+    session.on('error', () => {});
+    try {
+      const stream = session.request({ ':path': `${coll('wire-h2stuck')}?watch=1&resourceVersion=${rv}&timeoutSeconds=1`, authorization: `Bearer ${s.token}`, accept: 'application/json' });
+      stream.on('error', () => {});
+      const closed = new Promise<number>((resolve) => stream.once('close', () => resolve(stream.rstCode ?? -1)));
+      await new Promise<void>((resolve) => stream.once('response', () => resolve()));
+      const started = performance.now();
+      await createBig('wire-h2stuck', 10, 8);
+      assert.equal(await closed, http2.constants.NGHTTP2_CANCEL, 'the server reset the stream');
+      const took = performance.now() - started;
+      assert.ok(took > 1500 && took < 6000, `reset after ${took.toFixed(0)} ms (1 s timeout + 1 s to drain)`);
+      await untilWatches(open, 2000);
+      assert.equal(session.destroyed, false, 'the connection itself stays');
+    } finally {
+      session.destroy();
+    }
+  });
+
+  it('an HTTP/1.1 watch whose client stopped reading is cut once its timeoutSeconds passed and a second more', { timeout: 30_000 }, async () => {
+    const rv = await listRV('wire-h1stuck');
+    const open = s.server.watchers.size;
+    const c = await conn();
+    c.socket.pause();
+    c.write(get('GET', `${coll('wire-h1stuck')}?watch=1&resourceVersion=${rv}&timeoutSeconds=3`));
+    await untilWatches(open + 1, 5000);
+    const started = performance.now();
+    // ~50 MiB of events (annotations are capped at 256 KiB): more than loopback's socket buffers take.
+    await createBig('wire-h1stuck', 200, 250);
+    const took = (performance.now() - started) + await untilWatches(open, 8000);
+    assert.ok(took < 10_000, `cut after ${took.toFixed(0)} ms`);
+    c.socket.resume();
+    assert.ok(await c.until(() => c.closed, 5000), 'the connection is closed');
   });
 
   describe('watchers with different selectors, over HTTP/1.1 and HTTP/2 (property-based)', () => {

@@ -292,6 +292,25 @@ describe('ObjectCache watchers', () => {
     assert.deepEqual(seen, Array.from({ length: 10 }, (_, i) => `ADDED ns/o${i}@${i + 1}`));
   });
 
+  it('closed() resolves when a watcher is closed by either side or for overflow, and at once for one already closed', async () => {
+    const c = new ObjectCache(100);
+    const d = new Driver(c);
+    const settled = (p: Promise<void>) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setImmediate(() => r(false)))]);
+    const byClient = c.watch({ capacity: 3 });
+    const overflowing = c.watch({ capacity: 1 });
+    const open = c.watch({ capacity: 3 });
+    const waits = [byClient.closed(), overflowing.closed(), open.closed()];
+    assert.deepEqual(await Promise.all(waits.map(settled)), [false, false, false]);
+    byClient.close();
+    d.add('ns', 'a');
+    d.add('ns', 'b');
+    assert.equal(overflowing.closedReason, 'overflow');
+    assert.deepEqual(await Promise.all(waits.map(settled)), [true, true, false]);
+    assert.equal(await settled(byClient.closed()), true, 'already closed');
+    open.close();
+    assert.equal(await settled(waits[2]), true);
+  });
+
   it('a backlog replayed at start does not count against the live capacity', async () => {
     const c = new ObjectCache(100);
     const d = new Driver(c);

@@ -1,15 +1,16 @@
 // Watch responses: newline-delimited {"type","object"} events over chunked HTTP, fed by a
 // storage Watcher's bounded queue so a slow client never blocks writers or other watchers.
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../apimachinery/status.js';
 import type { ListOptions } from '../../apimachinery/options.js';
 import { apiVersionOf, type ResourceDefinition } from '../../registry/resource.js';
 import type { RequestContext } from '../../registry/rest.js';
 import type { Watcher, WatchItem } from '../../storage/interfaces.js';
-import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes } from '../eventLines.js';
+import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes, type EventWriter } from '../eventLines.js';
 import { one } from '../listOptions.js';
 import { negotiate, type Output } from '../negotiation.js';
-import { isHttp11, responseGone } from '../protocol.js';
+import { abortResponse, isHttp11, responseGone } from '../protocol.js';
 import { parseIncludeObject, partialObjectMetadata, table, type IncludeObject } from '../table.js';
 import type { Req, RequestScope } from './scope.js';
 
@@ -17,6 +18,10 @@ export interface WatchSettings {
   /** Buffered events per watcher before it is closed for falling behind. */
   queueCapacity: number;
   bookmarkIntervalMs: number;
+  /** How long a watch that ended waits for its client to read what was written before it is cut (default 30 s). */
+  endDrainMs?: number;
+  /** Set by the server as it shuts down: a watch it ends is cut at once if its client is not reading. */
+  stopping?: boolean;
   /** Open watch streams, so shutdown can end them cleanly; one leaves once its response has ended. */
   registry: Set<Watcher>;
   /** Told of each watch stream and its events (the server layer's metrics). */
@@ -89,6 +94,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
   settings.registry.add(open);
   const encode = encoder(w, observed);
   const writer = eventWriter(req.raw, res, (n) => observed?.bodyWritten(n));
+  const drained = drainedOrCut(open, writer, res, settings);
   // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
   // A negative timeout is a context already expired upstream: the watch ends at once.
   const t = listOpts.timeoutSeconds;
@@ -116,7 +122,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
         size += b.bytes.length;
       }
       if (responseGone(res)) break;
-      if (!writer.write(lines)) await writer.drained();
+      if (!writer.write(lines)) await drained();
     }
   } finally {
     socket.off('close', stop);
@@ -129,6 +135,32 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     settings.registry.delete(open);
   }
   return reply;
+}
+
+/** How long a watch that ended (timeout, shutdown, overflow) waits for its client to read what was sent. */
+const END_DRAIN_MS = 30_000;
+
+/**
+ * How the watch waits for its client to take what was written. A watch that ends meanwhile (timeout,
+ * shutdown, overflow) waits `endDrainMs` more, then its connection (HTTP/2: its stream) is cut: a client
+ * that stopped reading would otherwise hold the handler, its socket and the bytes queued for it until it
+ * disconnects, past timeoutSeconds (kube-apiserver's handler blocks in its write just so). A slow client
+ * that reads again within it gets the clean end; at shutdown there is no wait. One listener on the watch's end for all the waits.
+ */
+function drainedOrCut(open: Watcher, writer: EventWriter, res: ServerResponse, settings: WatchSettings): () => Promise<void> {
+  let arm: (() => void) | undefined;
+  void open.closed().then(() => arm?.());
+  return async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const cut = new Promise<'cut'>((resolve) => {
+      arm = () => { timer ??= setTimeout(() => resolve('cut'), settings.stopping ? 0 : settings.endDrainMs ?? END_DRAIN_MS); };
+      if (open.closedReason) arm();
+    });
+    const how = await Promise.race([writer.drained().then(() => 'drained' as const), cut]);
+    arm = undefined;
+    clearTimeout(timer);
+    if (how === 'cut' && !responseGone(res)) abortResponse(res);
+  };
 }
 
 /** Encodes items in the negotiated format; Table events carry column definitions only once. */

@@ -204,4 +204,6 @@ class PositionedWatcher implements Watcher {
   }
 
   close(): void { this.inner.close(); }
+
+  closed(): Promise<void> { return this.inner.closed(); }
 }

@@ -33,6 +33,7 @@ export class CacheWatcher implements Watcher {
   private readonly queue: WatchItem[] = [];
   private queuePos = 0;
   private wake: (() => void) | undefined;
+  private onClosed: (() => void)[] = [];
   closedReason: 'closed' | 'overflow' | undefined;
 
   constructor(
@@ -94,6 +95,11 @@ export class CacheWatcher implements Watcher {
     this.owner.unsubscribe(this);
     // At once, not after the current callback: a shutdown ends the watches, then closes idle connections.
     this.wakeNow();
+    for (const f of this.onClosed.splice(0)) f();
+  }
+
+  closed(): Promise<void> {
+    return this.closedReason ? Promise.resolve() : new Promise((resolve) => { this.onClosed.push(resolve); });
   }
 
   private signal(): void {
