@@ -14,8 +14,11 @@ export interface EventBytes {
 
 export const eventLine = (type: string, object: string): string => `{"type":"${type}","object":${object}}\n`;
 
+/** The bytes of an event line around its object: `{"type":"","object":}` and the newline, plus the type (ASCII). */
+const LINE_OVERHEAD = eventLine('', '').length;
+
 /** The size of an event line's embedded object (what upstream's watch-event-size histogram observes). */
-export const objectBytes = (type: string, line: EventBytes): number => line.bytes.length - eventLine(type, '').length;
+export const objectBytes = (type: string, line: EventBytes): number => line.bytes.length - LINE_OVERHEAD - type.length;
 
 /** `parts` (lines as text or bytes) framed as one chunk: one allocation, one copy of each part. */
 export function eventBytes(parts: (string | Buffer)[]): EventBytes {

@@ -217,6 +217,7 @@ describe('ObjectCache watchers', () => {
     const inside = d.add('ns', 'x', { app: 'farm' }, { weight: 1 });
     d.add('ns', 'y', { app: 'zoo' });
     const w = c.watch({ fromRV: c.resourceVersion, prefix: 'ns/', matches: (o) => o.metadata.labels?.app === 'farm', capacity: 100 });
+    const twin = c.watch({ fromRV: c.resourceVersion, prefix: 'ns/', matches: (o) => o.metadata.labels?.app === 'farm', capacity: 100 });
 
     const m = d.modify('ns', 'x', undefined, { weight: 2 });     // stays inside: MODIFIED
     const left = d.modify('ns', 'x', { app: 'zoo' });             // leaves: DELETED (previous content)
@@ -236,7 +237,11 @@ describe('ObjectCache watchers', () => {
     assert.notEqual(inside.rv, left.rv);
     // Replaying the same history from an RV gives the same translation.
     const replay = c.watch({ fromRV: inside.rv + 1, prefix: 'ns/', matches: (o) => o.metadata.labels?.app === 'farm', capacity: 100 });
-    assert.deepEqual((await drain(replay)).map(describeItem), items.map(describeItem));
+    const replayed = await drain(replay);
+    assert.deepEqual(replayed.map(describeItem), items.map(describeItem));
+    // One restamped entry per change, shared by every watcher it left (so is its encoded event line).
+    assert.equal(((await drain(twin))[1] as { entry: Entry }).entry, del.entry);
+    assert.equal((replayed[1] as { entry: Entry }).entry, del.entry);
   });
 
   it('next() waits for a change; close() ends the stream after what is queued', async () => {

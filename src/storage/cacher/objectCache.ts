@@ -142,13 +142,20 @@ function translate(c: Change, opts: CacheWatchOptions): WatchItem | undefined {
   if (now && before) return { type: 'MODIFIED', entry: c.entry };
   if (now) return { type: 'ADDED', entry: c.entry };
   // cacheWatcher.convertToWatchEvent: leaving the selection is a DELETED of the previous content at the event's RV.
-  if (before) return { type: 'DELETED', entry: c.prev ? restamp(c.prev, c.rv) : c.entry };
+  if (before) return { type: 'DELETED', entry: c.prev ? leftSelection(c, c.prev) : c.entry };
   return undefined;
 }
 
-/** An entry's object as of a later resourceVersion. */
-function restamp(e: Entry, rv: number): Entry {
-  return makeEntry(e.key, { ...e.object, metadata: { ...e.object.metadata, resourceVersion: String(rv) } }, rv);
+/** The previous content stamped with the change's RV, one per change: every watcher it left shares it (and its encoded line). */
+const leftEntries = new WeakMap<Change, Entry>();
+
+function leftSelection(c: Change, prev: Entry): Entry {
+  let e = leftEntries.get(c);
+  if (!e) {
+    e = makeEntry(prev.key, { ...prev.object, metadata: { ...prev.object.metadata, resourceVersion: String(c.rv) } }, c.rv);
+    leftEntries.set(c, e);
+  }
+  return e;
 }
 
 /**
