@@ -10,13 +10,12 @@ import { hasStatusSubresource, type ResourceDefinition } from '../registry/resou
 import { ResourceIndex } from '../registry/resourceIndex.js';
 import { registerResourceRoutes, type RestOptions } from '../endpoints/installer.js';
 import { errors } from '../apimachinery/status.js';
-import type { WatchSettings } from '../endpoints/handlers/watch.js';
+import type { WatchHandle, WatchSettings } from '../endpoints/handlers/watch.js';
 import { YamlCodec } from '../apimachinery/yamlCodec.js';
 import { registerHealthRoutes, type HealthChecks } from './observability/health.js';
 import { instrumentRequests, registerMetricsRoute, type FarmMetrics } from './observability/metrics.js';
 import { instrumentKubeRequests } from './observability/kubeRequests.js';
 import { createServingServer, DEFAULT_HTTP_LIMITS, type HttpLimits, type ServingServer } from './serving.js';
-import type { Watcher } from '../storage/interfaces.js';
 import { auditedAuthChain, auditIdForLogs, installAudit } from './audit/install.js';
 import type { Auditing } from './audit/setup.js';
 import { InFlightLimiter } from './filters/inFlightLimiter.js';
@@ -51,7 +50,7 @@ export interface ServerOptions {
 
 export type { AuthChain } from './auth/plugin.js';
 
-export interface FarmServer { app: FastifyInstance; watchers: Set<Watcher>; endWatches(): void; inFlight: InFlightLimiter }
+export interface FarmServer { app: FastifyInstance; watchers: Set<WatchHandle>; endWatches(): void; inFlight: InFlightLimiter }
 
 /** How long a shutdown waits for ended watches to finish their responses. */
 const WATCH_END_WAIT_MS = 1000;
@@ -120,7 +119,7 @@ export function buildServer(opts: ServerOptions): FarmServer {
   });
   kubeMetrics?.inflight.feed(() => inFlight.takeWatermarks());
 
-  const watchers = new Set<Watcher>();
+  const watchers = new Set<WatchHandle>();
   const watch: WatchSettings = { ...opts.watch, registry: watchers, observer: watchObserver };
   registerHealthRoutes(app, opts.health);
   if (opts.metrics) registerMetricsRoute(app, opts.metrics.registry);
@@ -131,14 +130,11 @@ export function buildServer(opts: ServerOptions): FarmServer {
     app.register(async (gv) => { for (const def of defs) registerResourceRoutes(gv, def, { watch, yaml, admitCreate: opts.admitCreate }); });
   }
 
-  const endWatches = () => {
-    watch.stopping = true;
-    for (const w of [...watchers]) w.close();
-  };
+  const endWatches = () => { for (const w of [...watchers]) w.close(); };
   app.addHook('preClose', async () => {
     endWatches();
     // fastify then closes idle connections: an HTTP/1.1 watch whose response has not ended by then keeps its
-    // connection (kept alive) until the idle timeout. A stream stuck on a client that stopped reading is cut.
+    // connection (kept alive) until the idle timeout. A stream stuck on a client that stopped reading is cut after 0.5 s.
     for (let i = 0; watchers.size > 0 && i < WATCH_END_WAIT_MS / 5; i++) await new Promise((r) => setTimeout(r, 5));
     serving?.closeSessions();
   });

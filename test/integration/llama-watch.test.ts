@@ -370,6 +370,7 @@ describe('llama watch', () => {
   it('timeoutSeconds ends the stream cleanly', async () => {
     const C = coll('w-timeout');
     const made = await create(C, llama('t'));
+    const before = s.server.watchers.size;
     const res = await rawGet(s, `${C}?watch=true&timeoutSeconds=1&resourceVersion=0`);
     assert.equal(res.statusCode, 200);
     let body = '';
@@ -378,6 +379,9 @@ describe('llama watch', () => {
     const end = await within(ended(res), 15_000, 'the watch did not end after timeoutSeconds=1');
     assert.equal(end.complete, true, 'ended with the terminating chunk, not a cut connection');
     assert.deepEqual(body.split('\n').filter(Boolean).map((l) => JSON.parse(l)), [{ type: 'ADDED', object: made }]);
+    // The server lets go of it once its last bytes were handed to the connection (a moment after the client read them).
+    for (let i = 0; i < 100 && s.server.watchers.size > before; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(s.server.watchers.size, before);
   });
 
   it('server.endWatches() ends every open stream cleanly and the server keeps serving', async () => {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { after, before, describe, it } from 'node:test';
+import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { Http2Client } from '../helpers/http2Client.js';
 import { parseResponses, RawConn, type RawResponse } from '../helpers/rawHttp1.js';
@@ -20,6 +21,25 @@ interface Event { type: string; object: Obj }
 
 const llama = (name: string, labels: Record<string, string> = {}) =>
   ({ apiVersion: 'farm.example.com/v1alpha', kind: 'Llama', metadata: { name, labels }, spec: { weight: 100, height: 1.5 } });
+
+/** Creates llamas carrying `kib` KiB each in an annotation (at most 256 KiB): events that back up a client that reads nothing. */
+async function createBig(server: TestServer, ns: string, count: number, kib: number, each?: () => Promise<boolean>): Promise<number> {
+  const pad = 'x'.repeat(kib << 10);
+  for (let i = 0; i < count; i++) {
+    const r = await server.request('POST', coll(ns), { body: { ...llama(`big-${i}`), metadata: { name: `big-${i}`, annotations: { pad } } } });
+    assert.equal(r.status, 201, r.body.slice(0, 300));
+    if (each && await each()) return i + 1;
+  }
+  return count;
+}
+
+/** A server of the test's own, with the TLS sockets it accepts. */
+async function ownServer(opts: Parameters<typeof startTestServer>[0] = {}): Promise<{ own: TestServer; sockets: TLSSocket[] }> {
+  const own = await startTestServer(opts);
+  const sockets: TLSSocket[] = [];
+  own.server.app.server.on('secureConnection', (sock: TLSSocket) => sockets.push(sock));
+  return { own, sockets };
+}
 
 describe('watch events on the wire', () => {
   let s: TestServer;
@@ -155,11 +175,7 @@ describe('watch events on the wire', () => {
     for (let i = 0; i < 500 && own.server.watchers.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(own.server.watchers.size, 1, 'the watch is open');
     // ~50 MiB of events: the watch's writes block on the client.
-    const pad = 'x'.repeat(250 << 10);
-    for (let i = 0; i < 200; i++) {
-      const r = await own.request('POST', coll('wire-stop2'), { body: { ...llama(`big-${i}`), metadata: { name: `big-${i}`, annotations: { pad } } } });
-      assert.equal(r.status, 201, r.body.slice(0, 200));
-    }
+    await createBig(own, 'wire-stop2', 200, 250);
     const started = performance.now();
     await own.close();
     const took = performance.now() - started;
@@ -167,6 +183,45 @@ describe('watch events on the wire', () => {
     assert.equal(own.server.watchers.size, 0);
     c.socket.resume();
     assert.ok(await c.until(() => c.closed, 5000), 'the connection is closed');
+  });
+
+  it('shutdown cuts at once a watch that had ended (timeout) and still waits for its client to read', { timeout: 30_000 }, async () => {
+    const { own } = await ownServer();
+    const c = await RawConn.tls(Number(new URL(own.url).port), own.caPem);
+    conns.push(c);
+    c.socket.pause();
+    c.write(`GET ${coll('wire-stop3')}?watch=1&timeoutSeconds=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${own.token}\r\n\r\n`);
+    for (let i = 0; i < 500 && own.server.watchers.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await createBig(own, 'wire-stop3', 200, 250);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(own.server.watchers.size, 1, 'timed out, and waiting (30 s) for its client');
+    const started = performance.now();
+    await own.close();
+    const took = performance.now() - started;
+    assert.ok(took < 2000, `closing took ${took.toFixed(0)} ms`);
+    assert.equal(own.server.watchers.size, 0);
+  });
+
+  it('a watch that ended with less than a socket\'s high-water mark unsent is cut too, when its client never reads it', { timeout: 60_000 }, async () => {
+    const { own, sockets } = await ownServer({ watch: { queueCapacity: 100_000, bookmarkIntervalMs: 60_000, endDrainMs: 1000 } });
+    try {
+      const c = await RawConn.tls(Number(new URL(own.url).port), own.caPem);
+      conns.push(c);
+      c.socket.pause();
+      c.write(`GET ${coll('wire-tail')}?watch=1&timeoutSeconds=20 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${own.token}\r\n\r\n`);
+      for (let i = 0; i < 500 && own.server.watchers.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const srv = sockets[0];
+      const started = performance.now();
+      // 12 KiB events until the kernel takes no more: what is left unsent is under the high-water mark, so no write waits.
+      await createBig(own, 'wire-tail', 3000, 12, async () => { await new Promise((r) => setTimeout(r, 5)); return srv.writableLength > 0; });
+      assert.ok(srv.writableLength > 0 && srv.writableLength < srv.writableHighWaterMark, `${srv.writableLength} bytes unsent`);
+      assert.ok(performance.now() - started < 18_000, 'filled before the watch times out');
+      for (let i = 0; i < 2500 && own.server.watchers.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(own.server.watchers.size, 0, 'the watch ended (20 s) and was cut (1 s)');
+      assert.equal(srv.destroyed, true, 'its connection is closed');
+    } finally {
+      await own.close();
+    }
   });
 
   it('an HTTP/2 watch blocked on a client that reads nothing ends once the client resets its stream', async () => {
@@ -201,15 +256,6 @@ describe('watch events on the wire', () => {
     assert.equal(s.server.watchers.size, n, 'watches open on the server');
     return performance.now() - from;
   };
-  /** Creates llamas carrying `kib` KiB each in an annotation: events that back up a client that reads nothing. */
-  const createBig = async (ns: string, count: number, kib: number) => {
-    const pad = 'x'.repeat(kib << 10);
-    for (let i = 0; i < count; i++) {
-      const r = await s.request('POST', coll(ns), { body: { ...llama(`big-${i}`), metadata: { name: `big-${i}`, annotations: { pad } } } });
-      assert.equal(r.status, 201, r.body.slice(0, 300));
-    }
-  };
-
   it('an HTTP/2 watch whose client reads nothing is reset once its timeoutSeconds passed and a second more', { timeout: 20_000 }, async () => {
     const rv = await listRV('wire-h2stuck');
     const open = s.server.watchers.size;
@@ -221,7 +267,7 @@ describe('watch events on the wire', () => {
       const closed = new Promise<number>((resolve) => stream.once('close', () => resolve(stream.rstCode ?? -1)));
       await new Promise<void>((resolve) => stream.once('response', () => resolve()));
       const started = performance.now();
-      await createBig('wire-h2stuck', 10, 8);
+      await createBig(s, 'wire-h2stuck', 10, 8);
       assert.equal(await closed, http2.constants.NGHTTP2_CANCEL, 'the server reset the stream');
       const took = performance.now() - started;
       assert.ok(took > 1500 && took < 6000, `reset after ${took.toFixed(0)} ms (1 s timeout + 1 s to drain)`);
@@ -241,7 +287,7 @@ describe('watch events on the wire', () => {
     await untilWatches(open + 1, 5000);
     const started = performance.now();
     // ~50 MiB of events (annotations are capped at 256 KiB): more than loopback's socket buffers take.
-    await createBig('wire-h1stuck', 200, 250);
+    await createBig(s, 'wire-h1stuck', 200, 250);
     const took = (performance.now() - started) + await untilWatches(open, 8000);
     assert.ok(took < 10_000, `cut after ${took.toFixed(0)} ms`);
     c.socket.resume();

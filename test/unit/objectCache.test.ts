@@ -171,7 +171,10 @@ describe('ObjectCache history', () => {
 
   it('reset() from content gathered in any order (keys again included) is that content, in key order, and later changes keep it sorted', () => {
     const key = fc.stringMatching(/^[a-z\u00e9\u{1F999}\uE000/-]{1,6}$/u);
-    fc.assert(fc.property(fc.array(key, { maxLength: 40 }), fc.array(key, { maxLength: 10 }), (added, later) => {
+    // Any order, or already sorted (the path that skips the sort), or sorted by UTF-8 bytes as etcd sends keys.
+    const utf8Order = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+    const orders = fc.array(key, { maxLength: 40 }).chain((a) => fc.constantFrom(a, [...a].sort(), [...a].sort(utf8Order)));
+    fc.assert(fc.property(orders, fc.array(key, { maxLength: 10 }), (added, later) => {
       const content = new CacheContent();
       const model = new Map<string, number>();
       added.forEach((k, i) => {
@@ -190,6 +193,15 @@ describe('ObjectCache history', () => {
       assert.deepEqual(c.list().map((e) => [e.key, e.rv]), sorted.map((k) => [k, model.get(k)]));
       assert.equal(c.size, model.size);
     }));
+    // etcd's byte order puts U+E000 before U+1F999; UTF-16 (the cache's order) puts it after.
+    const c = new ObjectCache(10);
+    c.reset(CacheContent.of(['ns/\uE000', 'ns/\u{1F999}'].map((k) => makeEntry(k, { apiVersion: 'v1', kind: 'X', metadata: { name: k } }, 1))), 5);
+    assert.deepEqual(c.list().map((e) => e.key), ['ns/\u{1F999}', 'ns/\uE000']);
+    // A content is a cache's once it was reset from: it can be neither added to nor given to another.
+    const content = CacheContent.of([]);
+    c.reset(content, 6);
+    assert.throws(() => content.add(makeEntry('ns/a', { apiVersion: 'v1', kind: 'X', metadata: { name: 'a' } }, 7)), /already taken/);
+    assert.throws(() => new ObjectCache(10).reset(content, 6), /already taken/);
   });
 });
 

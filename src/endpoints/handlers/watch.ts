@@ -7,7 +7,7 @@ import type { ListOptions } from '../../apimachinery/options.js';
 import { apiVersionOf, type ResourceDefinition } from '../../registry/resource.js';
 import type { RequestContext } from '../../registry/rest.js';
 import type { Watcher, WatchItem } from '../../storage/interfaces.js';
-import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes, type EventWriter } from '../eventLines.js';
+import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes } from '../eventLines.js';
 import { one } from '../listOptions.js';
 import { negotiate, type Output } from '../negotiation.js';
 import { abortResponse, isHttp11, responseGone } from '../protocol.js';
@@ -20,13 +20,17 @@ export interface WatchSettings {
   bookmarkIntervalMs: number;
   /** How long a watch that ended waits for its client to read what was written before it is cut (default 30 s). */
   endDrainMs?: number;
-  /** Set by the server as it shuts down: a watch it ends is cut at once if its client is not reading. */
-  stopping?: boolean;
-  /** Open watch streams, so shutdown can end them cleanly; one leaves once its response has ended. */
-  registry: Set<Watcher>;
+  /**
+   * Open watch streams, so shutdown can end them; one leaves once its response has ended and its
+   * bytes were taken, or it was cut. Ending one through here (a shutdown) leaves its client 0.5 s.
+   */
+  registry: Set<WatchHandle>;
   /** Told of each watch stream and its events (the server layer's metrics). */
   observer?: WatchObserver;
 }
+
+/** An open watch stream as the server sees it. */
+export type WatchHandle = Pick<Watcher, 'close' | 'closedReason'>;
 
 /** Sees watch streams from the layer above (no import runs up): kube's longrunning and watch-event metrics. */
 export interface WatchObserver {
@@ -91,10 +95,14 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     return reply;
   }
   const open = watcher;
-  settings.registry.add(open);
+  const end = new EndDeadline(open, settings.endDrainMs ?? END_DRAIN_MS);
+  const handle: WatchHandle = {
+    close: () => { open.close(); end.shorten(SHUTDOWN_DRAIN_MS); },
+    get closedReason() { return open.closedReason; },
+  };
+  settings.registry.add(handle);
   const encode = encoder(w, observed);
   const writer = eventWriter(req.raw, res, (n) => observed?.bodyWritten(n));
-  const drained = drainedOrCut(open, writer, res, settings);
   // kube-apiserver's default (also for timeoutSeconds=0): a random 30–60 minutes; timers cap at 2^31-1 ms.
   // A negative timeout is a context already expired upstream: the watch ends at once.
   const t = listOpts.timeoutSeconds;
@@ -122,7 +130,10 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
         size += b.bytes.length;
       }
       if (responseGone(res)) break;
-      if (!writer.write(lines)) await drained();
+      if (!writer.write(lines) && (await end.race(writer.drained())) === 'cut') {
+        abortResponse(res);
+        break;
+      }
     }
   } finally {
     socket.off('close', stop);
@@ -130,37 +141,67 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     if (bookmarks) clearInterval(bookmarks);
     open.close();
     observed?.closed();
-    if (!responseGone(res)) res.end();
+    if (!responseGone(res)) {
+      res.end();
+      // What is still queued for the client (less than a socket's high-water mark) gets the same deadline.
+      if ((await end.race(finished(res))) === 'cut') abortResponse(res);
+    }
     // Only now: a shutdown waits for the registry to empty before it closes idle connections.
-    settings.registry.delete(open);
+    settings.registry.delete(handle);
   }
   return reply;
 }
 
-/** How long a watch that ended (timeout, shutdown, overflow) waits for its client to read what was sent. */
+/** How long a watch that ended (timeout, overflow, its client's close) waits for its client to read what was sent. */
 const END_DRAIN_MS = 30_000;
+/** The same when the server ends it (shutdown): within the 1 s the shutdown waits for watches. */
+const SHUTDOWN_DRAIN_MS = 500;
 
 /**
- * How the watch waits for its client to take what was written. A watch that ends meanwhile (timeout,
- * shutdown, overflow) waits `endDrainMs` more, then its connection (HTTP/2: its stream) is cut: a client
- * that stopped reading would otherwise hold the handler, its socket and the bytes queued for it until it
- * disconnects, past timeoutSeconds (kube-apiserver's handler blocks in its write just so). A slow client
- * that reads again within it gets the clean end; at shutdown there is no wait. One listener on the watch's end for all the waits.
+ * When a watch whose client stopped reading is cut: `graceMs` after the watch ended (timeout, overflow,
+ * shutdown), one deadline for every wait that follows. Without it the handler, its socket and the bytes
+ * queued for it stay until the client disconnects (kube-apiserver's handler blocks in its write just so).
+ * A slow client that reads again within it gets the clean end.
  */
-function drainedOrCut(open: Watcher, writer: EventWriter, res: ServerResponse, settings: WatchSettings): () => Promise<void> {
-  let arm: (() => void) | undefined;
-  void open.closed().then(() => arm?.());
-  return async () => {
-    let timer: NodeJS.Timeout | undefined;
-    const cut = new Promise<'cut'>((resolve) => {
-      arm = () => { timer ??= setTimeout(() => resolve('cut'), settings.stopping ? 0 : settings.endDrainMs ?? END_DRAIN_MS); };
-      if (open.closedReason) arm();
-    });
-    const how = await Promise.race([writer.drained().then(() => 'drained' as const), cut]);
-    arm = undefined;
-    clearTimeout(timer);
-    if (how === 'cut' && !responseGone(res)) abortResponse(res);
-  };
+class EndDeadline {
+  private at: number | undefined;
+  private moved: (() => void) | undefined;
+
+  constructor(open: Watcher, graceMs: number) {
+    void open.closed().then(() => this.shorten(graceMs));
+  }
+
+  /** The deadline is `ms` from now, unless it is sooner already. */
+  shorten(ms: number): void {
+    const at = performance.now() + ms;
+    if (this.at !== undefined && this.at <= at) return;
+    this.at = at;
+    this.moved?.();
+  }
+
+  /** 'done' once `wait` resolves, 'cut' if the deadline comes first. */
+  async race(wait: Promise<void>): Promise<'done' | 'cut'> {
+    const done = wait.then(() => 'done' as const);
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const at = this.at;
+      const moved = new Promise<'moved'>((resolve) => { this.moved = () => resolve('moved'); });
+      const cut = at === undefined ? [] : [new Promise<'cut'>((resolve) => { timer = setTimeout(() => resolve('cut'), Math.max(0, at - performance.now())); })];
+      const how = await Promise.race([done, moved, ...cut]);
+      clearTimeout(timer);
+      this.moved = undefined;
+      if (how !== 'moved') return how;
+    }
+  }
+}
+
+/** Resolves once everything written was handed to the client's connection, or the response is gone. */
+function finished(res: ServerResponse): Promise<void> {
+  if (res.writableFinished || responseGone(res)) return Promise.resolve();
+  return new Promise((resolve) => {
+    res.once('finish', () => resolve());
+    res.once('close', () => resolve());
+  });
 }
 
 /** Encodes items in the negotiated format; Table events carry column definitions only once. */
