@@ -8,7 +8,7 @@ import { CacheContent, type ObjectCache } from '../cacher/objectCache.js';
 import type { Entry } from '../interfaces.js';
 import { stamped } from '../objects.js';
 import type { EtcdClient, IEvent, IWatchResponse, WatchStream } from './client.js';
-import { decodeEntry, type EtcdKeys } from './codec.js';
+import { decodeEntry, keyAfter, type EtcdKeys } from './codec.js';
 
 /** Keys per page of the initial list, as kube's watch cache lists (gRPC messages have no size cap here). */
 const LIST_PAGE = 10_000;
@@ -186,7 +186,7 @@ export class CacheFeed {
       }
       if (!res.more || kvs.length === 0) break;
       if (pages >= MAX_LIST_PAGES) throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
-      res = await page(Buffer.concat([kvs.at(kvs.length - 1).key, Buffer.from([0])]), rev);
+      res = await page(keyAfter(kvs.at(kvs.length - 1).key), rev);
     }
     this.cache.reset(content, rev);
   }

@@ -31,6 +31,9 @@ export class EtcdKeys {
   }
 }
 
+/** The first key after `key` (the next page of a Range starts there). */
+export const keyAfter = (key: Buffer): Buffer => Buffer.concat([key, Buffer.from([0])]);
+
 /** clientv3.GetPrefixRangeEnd: the first key after every key starting with `prefix`. */
 function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);

@@ -5,7 +5,7 @@ import { encodeContinue } from '../continueToken.js';
 import { isStorageError, storageErrors } from '../errors.js';
 import type { Entry, ListOptions, ListResult } from '../interfaces.js';
 import type { EtcdClient, IRangeResponse } from './client.js';
-import { decodeEntry, etcdCall, type EtcdKeys } from './codec.js';
+import { decodeEntry, etcdCall, keyAfter, type EtcdKeys } from './codec.js';
 
 /** The most keys asked for in one Range while filling a page (store.go's maxLimit). */
 const MAX_PAGE = 10_000;
@@ -70,7 +70,7 @@ export class EtcdReads {
         if (!matches) remaining = Number(res.count) - res.kvs.length;
         break;
       }
-      start = Buffer.concat([last.key, Buffer.from([0])]);
+      start = keyAfter(last.key);
       // store.go's pagedChunks: a selector that matched too little asks for twice as many keys next time.
       pageSize = Math.min(pageSize * 2, MAX_PAGE);
     }
