@@ -1,8 +1,10 @@
-// The production entry point: src/bootstrap.ts (which loads src/main.ts) bundled by esbuild into
-// <outdir>/farm-apiserver.js (ESM, split at dynamic imports so a standalone server never loads
-// @kubernetes/client-node's chunk).
-// Why: resolving and loading ~1,000 small module files is most of a start-up; client-node's import
-// alone took ~0.8 s as files against ~0.13 s as one chunk (docs/benchmarks.md, "Start-up").
+// The production entry point: <outdir>/farm-apiserver.js (src/bootstrap.ts), which runs the server,
+// src/main.ts bundled by esbuild into one CommonJS script <outdir>/farm-apiserver.cjs, with V8's
+// compiled code of an earlier start (a code cache needs a script: Node 20 has none for ES modules).
+// Why one bundle: resolving and loading ~1,000 small module files is most of a start-up;
+// client-node's import alone took ~0.8 s as files against ~0.13 s bundled (docs/benchmarks.md,
+// "Start-up"). What only some starts need (client-node, selfsigned, tracing, the etcd client) stays
+// behind esbuild's lazy module wrappers: parsed, but not run unless imported.
 // The etcd client (ours, on node:http2) is bundled too. The OTLP gRPC exporter stays
 // a package (it is loaded only when tracing is on), and the tracing SDK's own grpc-js import with it:
 // the exporter checks its credentials with instanceof against the grpc-js it loads itself. The
@@ -25,32 +27,27 @@ const tracingGrpcExternal: Plugin = {
 };
 
 export async function bundle(outdir = join(REPO, 'dist')): Promise<string> {
-  // Chunks are named by content hash: the previous build's would pile up.
+  // Chunks of earlier (split) builds are named by content hash: they would pile up.
   mkdirSync(outdir, { recursive: true });
-  for (const f of readdirSync(outdir)) if (f.startsWith(`${ENTRY_NAME}`) && f.endsWith('.js')) rmSync(join(outdir, f));
+  for (const f of readdirSync(outdir)) if (f.startsWith(ENTRY_NAME) && /\.c?js$/.test(f)) rmSync(join(outdir, f));
+  // absWorkingDir: the alias below is resolved from here, not from the caller's cwd.
+  const common = { absWorkingDir: REPO, bundle: true, platform: 'node', target: 'node20', logLevel: 'warning' } as const;
   await build({
-    entryPoints: [join(REPO, 'src/bootstrap.ts')],
-    // The alias below is resolved from here, not from the caller's cwd.
-    absWorkingDir: REPO,
-    bundle: true,
-    splitting: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outdir,
-    entryNames: ENTRY_NAME,
-    chunkNames: `${ENTRY_NAME}-[hash]`,
+    ...common,
+    entryPoints: [join(REPO, 'src/main.ts')],
+    format: 'cjs',
+    outfile: join(outdir, `${ENTRY_NAME}.cjs`),
     external: ['@opentelemetry/exporter-trace-otlp-grpc'],
     // Node's own punycode warns (DEP0040, Node 22+) when loaded from outside node_modules, as the
     // bundled tr46 (client-node's URL parsing) now is: the same code from npm instead.
     alias: { punycode: 'punycode/' },
     plugins: [tracingGrpcExternal],
-    // CommonJS packages inside the bundle still call require().
-    banner: {
-      js: "import { createRequire as farmCreateRequire } from 'node:module'; const require = farmCreateRequire(import.meta.url);",
-    },
-    logLevel: 'warning',
+    // A CommonJS script has no import.meta: the same URL from its file name.
+    define: { 'import.meta.url': 'farmBundleUrl' },
+    banner: { js: "const farmBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   });
+  // The entry imports nothing of the server's (it would compile before the cache is in place).
+  await build({ ...common, entryPoints: [join(REPO, 'src/bootstrap.ts')], format: 'esm', outfile: join(outdir, `${ENTRY_NAME}.js`) });
   return join(outdir, `${ENTRY_NAME}.js`);
 }
 

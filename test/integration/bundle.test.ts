@@ -1,10 +1,9 @@
-// The production bundle (scripts/bundle.ts): each start compiles every chunk it loads, so what the
-// chunks hold is start-up time. A dynamic import of client-node itself once kept all of its generated
-// API (14 MB of the bundle's 20) where the server uses only KubeConfig.
+// The production bundle (scripts/bundle.ts): a start without a compile cache parses all of it, so
+// what it holds is start-up time. A dynamic import of client-node itself once kept all of its
+// generated API (14 MB of the bundle's 20) where the server uses only KubeConfig.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import * as nodeModule from 'node:module';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,7 +16,7 @@ const root = join(import.meta.dirname, '..', '..', '.cache', `bundle-test-${proc
 let chunks: { name: string; text: string; bytes: number }[] = [];
 let entry = '';
 
-/** The environment of a child whose temp dir is `tmpDir`, with Node's own compile-cache switches unset. */
+/** The environment of a child whose temp dir is `tmpDir`, with the compile-cache switches unset. */
 function childEnv(tmpDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmpDir };
   delete env.NODE_COMPILE_CACHE;
@@ -25,26 +24,50 @@ function childEnv(tmpDir: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Cache files under `dir` (Node makes its per-version directory as soon as the cache is enabled). */
-function cacheFiles(dir: string): number {
-  if (!existsSync(dir)) return 0;
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
+/** The compile cache's files under `tmpDir` (src/bootstrap.ts), with their contents. */
+function cacheFiles(tmpDir: string): { name: string; data: Buffer; mtimeMs: number }[] {
+  const dir = join(tmpDir, 'farm-apiserver-compile-cache');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).map((name) => ({ name, data: readFileSync(join(dir, name)), mtimeMs: statSync(join(dir, name)).mtimeMs }));
+}
+
+/** Runs the bundled server until it serves, `afterMs` more, then stops it with `signal`; the output. */
+async function serveFor(tmpDir: string, afterMs: number, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<string> {
+  const server = spawn(process.execPath, [entry, '--port', String(await freePort()), '--bind-address', '127.0.0.1', '--cert-dir', join(tmpDir, 'certs'), '--log-level', 'warn'], { env: childEnv(tmpDir), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  try {
+    server.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    server.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    const deadline = Date.now() + 30_000;
+    while (!out.includes('is serving on') && Date.now() < deadline && server.exitCode === null) await sleep(50);
+    assert.match(out, /is serving on/, out);
+    await sleep(afterMs);
+    assert.equal(server.exitCode, null, out);
+    server.kill(signal);
+    return out;
+  } finally {
+    if (server.exitCode === null) server.kill(signal);
+    if (server.exitCode === null) await new Promise((r) => server.once('exit', r));
+  }
 }
 
 before(async () => {
   entry = await bundleInto(root);
   const dir = join(entry, '..');
-  chunks = readdirSync(dir).filter((f) => f.endsWith('.js')).map((name) => ({
+  chunks = readdirSync(dir).filter((f) => /\.c?js$/.test(f)).map((name) => ({
     name, text: readFileSync(join(dir, name), 'utf8'), bytes: statSync(join(dir, name)).size,
   }));
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
 describe('the bundle', () => {
-  it('keeps of client-node only what KubeConfig needs: none of its generated API clients', () => {
+  it('keeps of client-node only what KubeConfig needs: not its index (watch, exec, informers …), no generated API client', () => {
     assert.ok(chunks.some((c) => c.text.includes('loadFromClusterAndUser(')), 'KubeConfig\'s own code is in the bundle');
-    const withApis = chunks.filter((c) => c.text.includes('CoreV1Api'));
-    assert.deepEqual(withApis.map((c) => c.name), [], 'chunks with client-node\'s generated CoreV1Api');
+    // esbuild names each lazily run module by its path, in the code.
+    const withIndex = chunks.filter((c) => c.text.includes('"node_modules/@kubernetes/client-node/dist/index.js"'));
+    assert.deepEqual(withIndex.map((c) => c.name), [], 'files with client-node\'s index module');
+    const withApis = chunks.filter((c) => c.text.includes('class CoreV1ApiRequestFactory'));
+    assert.deepEqual(withApis.map((c) => c.name), [], 'files with client-node\'s generated CoreV1Api');
   });
 
   it('has no .proto parser and no grpc-js: the etcd client is ours (~0.1 s of every start when they were here)', () => {
@@ -64,24 +87,78 @@ describe('the bundle', () => {
     assert.deepEqual(requiring.map((c) => c.name), []);
   });
 
-  it('keeps V8\'s compiled code between starts where Node can (22.1+: module.enableCompileCache), and starts on older Node', () => {
-    // Not NODE_COMPILE_CACHE (Node would turn the cache on by itself): the default place, under TMPDIR.
+  it('is an entry that loads no server code and one CommonJS script (a code cache needs a script)', () => {
+    assert.deepEqual(chunks.map((c) => c.name).sort(), ['farm-apiserver.cjs', 'farm-apiserver.js']);
+    const loader = chunks.find((c) => c.name === 'farm-apiserver.js');
+    assert.ok(loader && loader.bytes < 16 * 1024, `the entry is ${loader?.bytes} bytes`);
+    assert.doesNotMatch(loader.text, /fastify|zod/);
+  });
+
+  it('keeps V8\'s compiled code of a start, uses it at the next, grows it at exit; a damaged cache is replaced, never run', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    const cacheFile = () => {
+      const files = cacheFiles(tmp);
+      assert.equal(files.length, 1, `${files.length} cache files`);
+      return files[0];
+    };
+    try {
+      // A server killed soon after it serves has written nothing yet: the code a start compiles is
+      // what makes a cache worth having.
+      await serveFor(tmp, 300);
+      assert.deepEqual(cacheFiles(tmp), [], 'a cache written before the start was over');
+      // Then 2 s after the start.
+      await serveFor(tmp, 2_700);
+      const first = cacheFile();
+      assert.ok(first.data.length > 100_000, `a cache of ${first.data.length} bytes`);
+      // Used, so not written again while serving (a rejected or missing one is, as below) …
+      await serveFor(tmp, 2_700);
+      assert.deepEqual(cacheFiles(tmp), [first]);
+      // … but at exit with what was compiled since (here the shutdown's code).
+      await serveFor(tmp, 300, 'SIGTERM');
+      const grown = cacheFile();
+      assert.ok(grown.data.length > first.data.length, `${grown.data.length} bytes after a shutdown, ${first.data.length} before`);
+      // An early exit leaves little; the next server's exit makes it whole.
+      rmSync(join(tmp, 'farm-apiserver-compile-cache', grown.name));
+      assert.equal(spawnSync(process.execPath, [entry, '--help'], { env: childEnv(tmp) }).status, 0);
+      const small = cacheFile();
+      assert.ok(small.data.length < first.data.length, `--help left ${small.data.length} bytes`);
+      await serveFor(tmp, 300, 'SIGTERM');
+      assert.ok(cacheFile().data.length > first.data.length);
+      // A flipped byte in the code that V8's header check would let through: the checksum does not.
+      const file = join(tmp, 'farm-apiserver-compile-cache', small.name);
+      const damaged = Buffer.from(cacheFile().data);
+      damaged[damaged.length >> 1] ^= 0xff;
+      writeFileSync(file, damaged);
+      // Saving removes the cache of an earlier build of this bundle, not another bundle's.
+      const [where] = small.name.split('-');
+      const earlier = join(tmp, 'farm-apiserver-compile-cache', `${where}-0000.v8`);
+      const other = join(tmp, 'farm-apiserver-compile-cache', '0000-0000.v8');
+      writeFileSync(earlier, 'x');
+      writeFileSync(other, 'x');
+      await serveFor(tmp, 2_700);
+      assert.equal(existsSync(earlier), false, 'the earlier build\'s cache is still there');
+      rmSync(other);
+      assert.ok(!cacheFile().data.equals(damaged), 'the damaged cache was not replaced');
+      // Garbage of any length (here shorter than the header) is no cache either.
+      writeFileSync(file, Buffer.from([1, 2]));
+      await serveFor(tmp, 2_700);
+      assert.ok(cacheFile().data.length > 100_000);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('uses no cache directory that others may write, and none when NODE_DISABLE_COMPILE_CACHE is set', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
     try {
-      const r = spawnSync(process.execPath, [entry, '--help'], { env: childEnv(tmp), encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [entry, '--help'], { env: { ...childEnv(tmp), NODE_DISABLE_COMPILE_CACHE: '1' }, encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
-      assert.match(r.stdout, /^Usage: farm-apiserver/);
-      const cache = join(tmp, 'node-compile-cache');
-      const cached = cacheFiles(cache);
-      const canCache = typeof (nodeModule as { enableCompileCache?: unknown }).enableCompileCache === 'function';
-      assert.equal(cached > 0, canCache, `${process.version}: ${cached} entries under ${cache}`);
-      // One that others may write is not used: the cache is code the server runs.
-      rmSync(cache, { recursive: true, force: true });
-      mkdirSync(cache);
-      chmodSync(cache, 0o777);
-      const shared = spawnSync(process.execPath, [entry, '--help'], { env: childEnv(tmp), encoding: 'utf8' });
-      assert.equal(shared.status, 0, shared.stderr);
-      assert.deepEqual(readdirSync(cache), [], 'entries in a world-writable cache dir');
+      assert.equal(existsSync(join(tmp, 'farm-apiserver-compile-cache')), false);
+      const shared = join(tmp, 'farm-apiserver-compile-cache');
+      mkdirSync(shared);
+      chmodSync(shared, 0o777);
+      await serveFor(tmp, 2_700);
+      assert.deepEqual(readdirSync(shared), [], 'entries in a world-writable cache dir');
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
@@ -93,28 +170,6 @@ describe('the bundle', () => {
       const r = spawnSync(process.execPath, [entry, '--help'], { env: childEnv(dir), encoding: 'utf8', timeout: 20_000 });
       assert.equal(r.status, 0, `TMPDIR=${dir}: ${r.error?.message ?? r.stderr}`);
       assert.match(r.stdout, /^Usage: farm-apiserver/, `TMPDIR=${dir}`);
-    }
-  });
-
-  it('a server killed (SIGKILL) a while after it started has written its compile cache already (where Node has one)', async () => {
-    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-flush-'));
-    const server = spawn(process.execPath, [entry, '--port', String(await freePort()), '--bind-address', '127.0.0.1', '--cert-dir', join(tmp, 'certs'), '--log-level', 'warn'], { env: childEnv(tmp), stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      let out = '';
-      server.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-      server.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-      const deadline = Date.now() + 30_000;
-      while (!out.includes('is serving on') && Date.now() < deadline && server.exitCode === null) await sleep(50);
-      assert.match(out, /is serving on/, out);
-      await sleep(3_000);
-      server.kill('SIGKILL');
-      await new Promise((r) => server.once('exit', r));
-      const canFlush = typeof (nodeModule as { flushCompileCache?: unknown }).flushCompileCache === 'function';
-      const cached = cacheFiles(join(tmp, 'node-compile-cache'));
-      assert.equal(cached > 0, canFlush, `${process.version}: ${cached} cache files after SIGKILL`);
-    } finally {
-      server.kill('SIGKILL');
-      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
