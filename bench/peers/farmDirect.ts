@@ -25,6 +25,8 @@ export interface FarmDirectOptions {
   compiledMain?: string;
   /** The node binary to run (default this process's). */
   node?: string;
+  /** Added to this process's environment. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Spawns our server on a free loopback port; resolves once /readyz answers 200, with ms from spawn. */
@@ -37,7 +39,7 @@ export async function startFarmDirect(o: FarmDirectOptions): Promise<{ server: S
   const [cmd, argv] = o.cpus && hasTaskset ? ['taskset', ['-c', o.cpus, node, ...args]] : [node, args];
   const fd = openSync(o.logFile, 'a');
   const t0 = nowMs();
-  const proc = spawn(cmd, argv, { cwd: REPO_DIR, stdio: ['ignore', fd, fd], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
+  const proc = spawn(cmd, argv, { cwd: REPO_DIR, stdio: ['ignore', fd, fd], env: { ...process.env, ...o.env, KUBERNETES_SERVICE_HOST: '' } });
   closeSync(fd);
   const server = new Spawned('farm-apiserver (direct)', proc, o.logFile);
   const deadline = t0 + 90_000;
