@@ -3,7 +3,7 @@
 // generated API (14 MB of the bundle's 20) where the server uses only KubeConfig.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -28,12 +28,12 @@ function childEnv(tmpDir: string): NodeJS.ProcessEnv {
 function cacheFiles(tmpDir: string): { name: string; data: Buffer; mtimeMs: number }[] {
   const dir = join(tmpDir, 'farm-apiserver-compile-cache');
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).map((name) => ({ name, data: readFileSync(join(dir, name)), mtimeMs: statSync(join(dir, name)).mtimeMs }));
+  return readdirSync(dir).filter((name) => name.endsWith('.v8')).map((name) => ({ name, data: readFileSync(join(dir, name)), mtimeMs: statSync(join(dir, name)).mtimeMs }));
 }
 
 /** Runs the bundled server until it serves, `afterMs` more, then stops it with `signal`; the output. */
-async function serveFor(tmpDir: string, afterMs: number, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<string> {
-  const server = spawn(process.execPath, [entry, '--port', String(await freePort()), '--bind-address', '127.0.0.1', '--cert-dir', join(tmpDir, 'certs'), '--log-level', 'warn'], { env: childEnv(tmpDir), stdio: ['ignore', 'pipe', 'pipe'] });
+async function serveFor(tmpDir: string, afterMs: number, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL', o: { entry?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+  const server = spawn(process.execPath, [o.entry ?? entry, '--port', String(await freePort()), '--bind-address', '127.0.0.1', '--cert-dir', join(tmpDir, 'certs'), '--log-level', 'warn'], { env: { ...childEnv(tmpDir), ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   try {
     server.stdout.on('data', (d: Buffer) => { out += d.toString(); });
@@ -143,6 +143,78 @@ describe('the bundle', () => {
       writeFileSync(file, Buffer.from([1, 2]));
       await serveFor(tmp, 2_700);
       assert.ok(cacheFile().data.length > 100_000);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('runs the bundle\'s code in strict mode, as the ES modules it was made of', () => {
+    const copy = join(root, 'strict', 'dist');
+    mkdirSync(copy, { recursive: true });
+    copyFileSync(join(root, 'package.json'), join(root, 'strict', 'package.json'));
+    for (const c of chunks) writeFileSync(join(copy, c.name), c.text);
+    // Sloppy mode would give `this` the global object here.
+    writeFileSync(join(copy, 'farm-apiserver.cjs'), `${chunks.find((c) => c.name === 'farm-apiserver.cjs')?.text}\nif ((function () { return this; })() !== undefined) throw new Error('sloppy mode');\n`);
+    const r = spawnSync(process.execPath, [join(copy, 'farm-apiserver.js'), '--help'], { env: { ...childEnv(tmpdir()), NODE_DISABLE_COMPILE_CACHE: '1' }, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  it('keys the cache by the bundle\'s content: another build of the same length and time runs its own code', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    const copy = join(root, 'samelength', 'dist');
+    mkdirSync(copy, { recursive: true });
+    copyFileSync(join(root, 'package.json'), join(root, 'samelength', 'package.json'));
+    for (const c of chunks) writeFileSync(join(copy, c.name), c.text);
+    const cjs = join(copy, 'farm-apiserver.cjs');
+    try {
+      const when = new Date('2020-01-01T00:00:00Z');
+      utimesSync(cjs, when, when);
+      assert.match(await serveFor(tmp, 2_700, 'SIGKILL', { entry: join(copy, 'farm-apiserver.js') }), /standalone mode: every request/);
+      assert.equal(cacheFiles(tmp).length, 1);
+      // The same file (inode), length and mtime; one message differs.
+      const text = readFileSync(cjs, 'latin1');
+      assert.ok(text.includes('standalone mode: every request'));
+      writeFileSync(cjs, text.replace('standalone mode: every request', 'STANDALONE MODE: EVERY REQUEST'), 'latin1');
+      utimesSync(cjs, when, when);
+      const out = await serveFor(tmp, 300, 'SIGKILL', { entry: join(copy, 'farm-apiserver.js') });
+      assert.match(out, /STANDALONE MODE: EVERY REQUEST/);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('drops a cache whose last read never finished (V8 aborts on some damaged ones), then makes a new one', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    try {
+      await serveFor(tmp, 2_700);
+      const [before] = cacheFiles(tmp);
+      assert.ok(before);
+      const guard = join(tmp, 'farm-apiserver-compile-cache', `${before.name}.loading`);
+      writeFileSync(guard, '');
+      await sleep(20); // a new file's mtime differs
+      await serveFor(tmp, 2_700);
+      const [after] = cacheFiles(tmp);
+      assert.ok(after && after.mtimeMs > before.mtimeMs, 'the cache was not made again');
+      assert.equal(existsSync(guard), false);
+      // An accepted one is not written again, and its guard is gone once read.
+      await serveFor(tmp, 2_700);
+      assert.deepEqual(cacheFiles(tmp), [after]);
+      assert.equal(existsSync(guard), false);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps its files in a private farm-apiserver directory under NODE_COMPILE_CACHE (Node 22+ makes that one with the umask)', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    try {
+      const nodes = join(tmp, 'node-cache');
+      mkdirSync(nodes, { mode: 0o777 });
+      chmodSync(nodes, 0o777);
+      await serveFor(tmp, 2_700, 'SIGKILL', { env: { NODE_COMPILE_CACHE: nodes } });
+      const ours = join(nodes, 'farm-apiserver');
+      assert.equal(statSync(ours).mode & 0o777, 0o700);
+      assert.equal(readdirSync(ours).filter((f) => f.endsWith('.v8')).length, 1);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
