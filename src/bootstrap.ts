@@ -44,10 +44,11 @@ const hash = (parts: unknown[]) => createHash('sha256').update(parts.join('\0'))
 function cacheDir(): string | undefined {
   const nodes = process.env.NODE_COMPILE_CACHE;
   if (!nodes) return ownCacheDir(join(tmpdir(), 'farm-apiserver-compile-cache'));
+  // Not `recursive` (see ownCacheDir): under a parent that is not there, no cache.
   try {
-    mkdirSync(nodes, { recursive: true, mode: 0o700 });
-  } catch {
-    return undefined;
+    mkdirSync(nodes, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
   }
   return ownCacheDir(join(nodes, 'farm-apiserver'));
 }
