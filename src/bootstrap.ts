@@ -5,7 +5,7 @@
 // the place, NODE_DISABLE_COMPILE_CACHE=1 turns it off, as for Node's own cache.
 // Nothing here may import the server: its modules would compile before the cache is in place.
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -21,16 +21,21 @@ const MAX_CACHE_BYTES = 256 * 1024 * 1024;
 const SAVE_AFTER_MS = 2_000;
 
 /**
- * A directory of ours that only we can write: the cache is code we run. Made without `recursive`
- * (which loops forever where mkdir answers ENOENT under an existing parent, e.g. TMPDIR=/proc, as
- * Node's own cache-dir creation does); none on a read-only root file system.
+ * Makes `dir` (mode 0700) unless it is there. Not `recursive`, which loops forever where mkdir answers
+ * ENOENT under an existing parent (e.g. under /proc, as Node's own cache-dir creation does).
  */
-function ownCacheDir(dir: string): string | undefined {
+function mkdirOnce(dir: string): boolean {
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return false;
   }
+  return true;
+}
+
+/** A directory of ours that only we can write (the cache is code we run); none on a read-only root file system. */
+function ownCacheDir(dir: string): string | undefined {
+  if (!mkdirOnce(dir)) return undefined;
   const st = lstatSync(dir);
   return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 ? dir : undefined;
 }
@@ -44,13 +49,8 @@ const hash = (parts: unknown[]) => createHash('sha256').update(parts.join('\0'))
 function cacheDir(): string | undefined {
   const nodes = process.env.NODE_COMPILE_CACHE;
   if (!nodes) return ownCacheDir(join(tmpdir(), 'farm-apiserver-compile-cache'));
-  // Not `recursive` (see ownCacheDir): under a parent that is not there, no cache.
-  try {
-    mkdirSync(nodes, { mode: 0o700 });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
-  }
-  return ownCacheDir(join(nodes, 'farm-apiserver'));
+  // Under a parent that is not there, no cache.
+  return mkdirOnce(nodes) ? ownCacheDir(join(nodes, 'farm-apiserver')) : undefined;
 }
 
 /**
@@ -151,7 +151,14 @@ function guardedLoad(file: string | undefined): { cachedData?: Buffer; done(): v
     const cachedData = readCache(file);
     if (!cachedData) return none;
     writeFileSync(guard, '', { mode: 0o600 });
-    return { cachedData, done: () => rmSync(guard, { force: true }) };
+    const done = () => {
+      try {
+        rmSync(guard, { force: true });
+      } catch {
+        // The guard stays: the next start goes without the cache once.
+      }
+    };
+    return { cachedData, done };
   } catch {
     return none;
   }
@@ -171,11 +178,7 @@ function compile(bundle: string): Script {
     cachedData: load.cachedData,
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
-  try {
-    load.done();
-  } catch {
-    // The guard stays: the next start goes without the cache once.
-  }
+  load.done();
   if (cacheFile) {
     let cachedBytes = load.cachedData && !script.cachedDataRejected ? load.cachedData.length : 0;
     // Without a cache, a server killed later still leaves its start's code; at exit (SIGTERM's shutdown
