@@ -5,8 +5,10 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --no-audit --no-fund
 COPY src ./src
-COPY scripts/bundle.ts ./scripts/
-# tsc type-checks and emits dist/; scripts/bundle.ts adds the bundled entry point dist/farm-apiserver.js.
+COPY scripts/bundle.ts scripts/seedCodeCache.ts scripts/freePort.ts ./scripts/
+# tsc type-checks and emits dist/; scripts/bundle.ts adds the bundled entry point dist/farm-apiserver.js
+# and V8's code cache of a warm-up start (on loopback) beside it, which a new pod's first start runs:
+# made by this stage's Node, which must be the runtime stage's (V8 rejects another's, harmlessly).
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim

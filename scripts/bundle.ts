@@ -13,6 +13,7 @@ import { build, type Plugin } from 'esbuild';
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { seedCodeCache } from './seedCodeCache.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -62,5 +63,8 @@ export async function bundleInto(root: string): Promise<string> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(`${await bundle()}\n`);
+  const entry = await bundle();
+  // The cache a new pod's first start uses (scripts/seedCodeCache.ts).
+  await seedCodeCache(entry);
+  process.stdout.write(`${entry}\n`);
 }

@@ -1,7 +1,6 @@
 // Shared helpers for the benchmark processes: child processes with an IPC request/response channel,
 // a cross-process clock, percentiles and free ports.
 import { fork, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,16 +27,7 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../scripts/freePort.js';
 
 interface Reply { id: number; result?: unknown; error?: string }
 

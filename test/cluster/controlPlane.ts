@@ -5,10 +5,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { openSync, closeSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generate } from 'selfsigned';
+import { freePort } from '../../scripts/freePort.js';
 
 export type KubeUser = 'admin' | 'farm-apiserver' | 'alice';
 
@@ -177,19 +177,7 @@ function writeKubeconfig(path: string, server: string, caFile: string, user: str
 
 // ---------- processes ----------
 
-/** A free loopback port (listen on 0, close, reuse the number). */
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.unref();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => res(port));
-    });
-  });
-}
+export { freePort };
 
 function tail(text: string, lines: number): string {
   return text.split('\n').slice(-lines - 1).join('\n');

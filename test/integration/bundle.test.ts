@@ -10,6 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../helpers/kubectl.js';
 import { bundleInto } from '../../scripts/bundle.js';
+import { seedCodeCache } from '../../scripts/seedCodeCache.js';
+import { contentKey, shortHash } from '../../src/bootstrap/codeCacheFiles.js';
 
 // Inside the repository, where the packages the bundle keeps resolve.
 const root = join(import.meta.dirname, '..', '..', '.cache', `bundle-test-${process.pid}`);
@@ -247,6 +249,99 @@ describe('the bundle', () => {
       if (dir.startsWith('/proc')) continue;
       const named = spawnSync(process.execPath, [entry, '--help'], { env: { ...childEnv(tmpdir()), NODE_COMPILE_CACHE: join(dir, 'cache') }, encoding: 'utf8', timeout: 20_000 });
       assert.equal(named.status, 0, `NODE_COMPILE_CACHE=${dir}/cache: ${named.error?.message ?? named.stderr}`);
+    }
+  });
+});
+
+describe('the build\'s code cache (a new pod\'s first start)', () => {
+  // A copy of the bundle with the build's cache: the tests above run without one.
+  const seeded = join(root, 'seeded');
+  let seededEntry = '';
+  let seed = '';
+  before(async () => {
+    mkdirSync(join(seeded, 'dist'), { recursive: true });
+    copyFileSync(join(root, 'package.json'), join(seeded, 'package.json'));
+    for (const c of chunks) writeFileSync(join(seeded, 'dist', c.name), c.text);
+    seededEntry = join(seeded, 'dist', 'farm-apiserver.js');
+    seed = await seedCodeCache(seededEntry);
+  });
+
+  /** The sizes of the code caches (> 100 kB: the bundle's) V8 accepted in `entry --help`. */
+  function acceptedCaches(env: NodeJS.ProcessEnv): number[] {
+    const r = spawnSync(process.execPath, ['--profile-deserialization', seededEntry, '--help'], { env, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return [...r.stdout.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1])).filter((n) => n > 100_000);
+  }
+  const seedCode = () => statSync(seed).size - 4;
+
+  it('is made beside the bundle by a warm-up start, readable by all, named by the Node and the bundle\'s content; once per build', async () => {
+    const bundle = readFileSync(join(seeded, 'dist', 'farm-apiserver.cjs'));
+    assert.equal(seed, join(seeded, 'dist', `farm-apiserver-${shortHash([process.version, process.arch, process.versions.v8])}-${contentKey(bundle)}.v8`));
+    assert.equal(statSync(seed).mode & 0o777, 0o644);
+    // The warm-up ran requests, not only the start: more than a start leaves.
+    assert.ok(seedCode() > 1_000_000, `${seedCode()} bytes`);
+    const { mtimeMs } = statSync(seed);
+    // Another Node's is kept, another build's is removed.
+    const otherNode = join(seeded, 'dist', `farm-apiserver-${'0'.repeat(16)}-${contentKey(bundle)}.v8`);
+    const otherBuild = join(seeded, 'dist', `farm-apiserver-${shortHash([process.version, process.arch, process.versions.v8])}-00000000100.v8`);
+    writeFileSync(otherNode, 'x');
+    writeFileSync(otherBuild, 'x');
+    assert.equal(await seedCodeCache(seededEntry), seed);
+    assert.equal(statSync(seed).mtimeMs, mtimeMs, 'made again');
+    assert.equal(existsSync(otherBuild), false);
+    assert.equal(existsSync(otherNode), true);
+    rmSync(otherNode);
+  });
+
+  it('is what a start with an empty cache directory runs; that start\'s own cache, once made, comes first', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    try {
+      assert.deepEqual(acceptedCaches(childEnv(tmp)), [seedCode()]);
+      // A server compiles beyond the build's warm-up (here its shutdown after 2 s): its own, then used.
+      await serveFor(tmp, 2_700, 'SIGTERM', { entry: seededEntry });
+      const [own] = cacheFiles(tmp);
+      assert.ok(own && own.data.length - 4 > seedCode(), 'no bigger cache of its own');
+      assert.deepEqual(acceptedCaches(childEnv(tmp)), [own.data.length - 4]);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('is not run when damaged, writable by someone who cannot write the bundle, turned off, or when a read of it never finished', () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    const good = readFileSync(seed);
+    try {
+      const env = childEnv(tmp);
+      const ownFile = join(tmp, 'farm-apiserver-compile-cache', `${shortHash([join(seeded, 'dist', 'farm-apiserver.cjs'), process.version, process.arch, process.versions.v8])}-${contentKey(readFileSync(join(seeded, 'dist', 'farm-apiserver.cjs')))}.v8`);
+      // --help prints the usage, which the warm-up never did: its exit leaves a cache of its own, grown.
+      assert.deepEqual(acceptedCaches(env), [seedCode()]);
+      assert.ok(statSync(ownFile).size > statSync(seed).size);
+      rmSync(ownFile);
+      // A start that runs no cache leaves its own (its exit's save), which the next one would use instead.
+      const runsNone = (e: NodeJS.ProcessEnv, why: string) => {
+        assert.deepEqual(acceptedCaches(e), [], why);
+        rmSync(ownFile, { force: true });
+      };
+      // The guard of a start that died reading it: this one goes without.
+      writeFileSync(`${ownFile}.loading`, '');
+      runsNone(env, 'after a read that never finished');
+      assert.equal(existsSync(`${ownFile}.loading`), false);
+      runsNone({ ...env, NODE_DISABLE_COMPILE_CACHE: '1' }, 'turned off');
+      chmodSync(seed, 0o666);
+      runsNone(env, 'a world-writable seed ran');
+      chmodSync(seed, 0o644);
+      const damaged = Buffer.from(good);
+      damaged[damaged.length >> 1] ^= 0xff;
+      writeFileSync(seed, damaged);
+      runsNone(env, 'a damaged seed ran');
+      // No directory of ours, so no guard: no cache at all.
+      runsNone(childEnv('/nonexistent/tmp'), 'without a directory of ours');
+      writeFileSync(seed, good);
+      assert.deepEqual(acceptedCaches(env), [seedCode()]);
+    } finally {
+      writeFileSync(seed, good);
+      chmodSync(seed, 0o644);
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
