@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { constants, Script } from 'node:vm';
-import { BUNDLE_NAME, contentKey, readCacheFile, seedFileName, shortHash, thisNode, writeCacheFile } from './bootstrap/codeCacheFiles.js';
+import { BUNDLE_NAME, readCacheFile, seedFileName, shortHash, sourceKey, thisNode, wrappedSource, writeCacheFile } from './bootstrap/codeCacheFiles.js';
 
 /** When the compiled code is first saved: after the start, with what it compiled (not only the top level). */
 const SAVE_AFTER_MS = 2_000;
@@ -47,30 +47,37 @@ function cacheDir(): string | undefined {
   return mkdirOnce(nodes) ? ownCacheDir(join(nodes, 'farm-apiserver')) : undefined;
 }
 
+/** Where this bundle's cache goes, and the key of the source V8 compiles (sourceKey). */
+interface CacheFile {
+  file: string;
+  key: string;
+}
+
 /**
- * The cache file for this bundle on this Node: `<where>-<which>.v8`, where = the bundle's path and the
- * Node that compiled it, which = the bundle's content (saving removes the other builds' files).
+ * The cache file for this bundle on this Node: `<where>-<key>.v8`, where = the bundle's path and the
+ * Node that compiled it, key = the source (saving removes the other builds' files).
  */
-function cacheFileFor(bundle: string, source: Buffer): string | undefined {
+function cacheFileFor(bundle: string, source: Buffer): CacheFile | undefined {
   if (process.env.NODE_DISABLE_COMPILE_CACHE) return undefined;
   try {
     const dir = cacheDir();
     if (!dir) return undefined;
     const n = thisNode();
-    return join(dir, `${shortHash([bundle, n.version, n.arch, n.v8])}-${contentKey(source)}.v8`);
+    const key = sourceKey(source);
+    return { file: join(dir, `${shortHash([bundle, n.version, n.arch, n.v8])}-${key}.v8`), key };
   } catch {
     return undefined;
   }
 }
 
 /** A cache in our directory: a file only we wrote. */
-const readOwnCache = (file: string) => readCacheFile(file, (st) => st.uid === process.getuid?.());
+const readOwnCache = (c: CacheFile) => readCacheFile(c.file, c.key, (st) => st.uid === process.getuid?.());
 
 /**
- * The build's cache for this bundle on this Node, beside it: trusted as the bundle is, so only when
- * nobody may write it who may not write the bundle (in an image, both belong to root).
+ * The build's cache for this bundle on this Node, beside it: trusted as the bundle is, so only a
+ * file of the bundle's owner that no one else may write (in an image, both belong to root).
  */
-function readSeed(bundle: string, source: Buffer): Buffer | undefined {
+function readSeed(bundle: string, source: Buffer, key: string): Buffer | undefined {
   let b: Stats;
   try {
     b = statSync(bundle);
@@ -78,7 +85,7 @@ function readSeed(bundle: string, source: Buffer): Buffer | undefined {
     return undefined;
   }
   const file = join(dirname(bundle), seedFileName(thisNode(), source));
-  return readCacheFile(file, (st) => st.uid === b.uid && (st.mode & 0o022 & ~b.mode) === 0);
+  return readCacheFile(file, key, (st) => st.uid === b.uid && (st.mode & 0o022) === 0);
 }
 
 /**
@@ -87,13 +94,13 @@ function readSeed(bundle: string, source: Buffer): Buffer | undefined {
  * part of it, so what a process compiles beyond it makes it grow, never shrink. Returns the bytes the
  * cache now holds. Never throws: it runs in a timer and at exit.
  */
-function saveCache(file: string, script: Script, cachedBytes: number): number {
+function saveCache(c: CacheFile, script: Script, cachedBytes: number): number {
   try {
     const code = script.createCachedData();
     // Another process of this bundle (a --workers sibling) may have saved more meanwhile.
-    if (code.length <= Math.max(cachedBytes, readOwnCache(file)?.length ?? 0)) return cachedBytes;
-    writeCacheFile(file, code, 0o600);
-    removeEarlierBuilds(file);
+    if (code.length <= Math.max(cachedBytes, readOwnCache(c)?.length ?? 0)) return cachedBytes;
+    writeCacheFile(c.file, c.key, code, 0o600);
+    removeEarlierBuilds(c.file);
     return code.length;
   } catch {
     // No cache: the next start compiles, as this one did.
@@ -101,13 +108,14 @@ function saveCache(file: string, script: Script, cachedBytes: number): number {
   }
 }
 
-/** Other builds' caches of this bundle on this Node, and temporary files of saves that died. */
+/** Other builds' files of this bundle on this Node (caches, guards, marks), and temporary files of saves that died. */
 function removeEarlierBuilds(file: string): void {
   const dir = dirname(file);
-  const where = basename(file).split('-')[0];
+  const name = basename(file);
+  const where = name.split('-')[0];
   try {
     for (const f of readdirSync(dir)) {
-      const stale = f.startsWith(`${where}-`) && f !== basename(file) && (f.endsWith('.v8') || (f.endsWith('.tmp') && !f.endsWith(`.${process.pid}.tmp`)));
+      const stale = f.startsWith(`${where}-`) && (!f.startsWith(name) || (f.endsWith('.tmp') && !f.endsWith(`.${process.pid}.tmp`)));
       if (stale) rmSync(join(dir, f), { force: true });
     }
   } catch {
@@ -115,26 +123,43 @@ function removeEarlierBuilds(file: string): void {
   }
 }
 
+/** Whether process `pid` is gone (or is this one: a restarted container's process has its predecessor's pid). */
+function gone(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== 'EPERM';
+  }
+}
+
 /**
  * Our cache, else the build's. V8 aborts the process on some damaged caches that pass the checksum
- * (a serializer bug, a writer with our uid). A guard file stands while one is read: found at the next
- * start, it means that start died reading, and that start goes without any cache (the build's
- * included) and saves its own, instead of crashing every start. (A sibling reading at the same moment
- * costs one start without the cache.) Without a directory of ours there is no guard, so no cache.
+ * (a serializer bug, a writer with our uid). Each process reading one leaves a guard file named by
+ * its pid until the read is over: a guard of a process that is gone means it died reading, and this
+ * start goes without any cache and saves its own, and the build's is not read again here (a mark),
+ * instead of crashing every start. Siblings (--workers) reading at once are alive: not a crash.
+ * Without a directory of ours there is no guard, so no cache.
  */
-function guardedLoad(file: string | undefined, seed: () => Buffer | undefined): { cachedData?: Buffer; seeded?: boolean; done(): void } {
+function guardedLoad(c: CacheFile | undefined, seed: () => Buffer | undefined): { cachedData?: Buffer; seeded?: boolean; done(): void } {
   const none = { done() {} };
-  if (!file) return none;
-  const guard = `${file}.loading`;
+  if (!c) return none;
+  const guards = `${basename(c.file)}.loading.`;
+  const noSeed = `${c.file}.noseed`;
   try {
-    if (existsSync(guard)) {
-      rmSync(file, { force: true });
-      rmSync(guard, { force: true });
+    const dir = dirname(c.file);
+    const crashed = readdirSync(dir).filter((f) => f.startsWith(guards) && gone(Number(f.slice(guards.length))));
+    if (crashed.length > 0) {
+      rmSync(c.file, { force: true });
+      writeFileSync(noSeed, '', { mode: 0o600 });
+      for (const f of crashed) rmSync(join(dir, f), { force: true });
       return none;
     }
-    const own = readOwnCache(file);
-    const cachedData = own ?? seed();
+    const own = readOwnCache(c);
+    const cachedData = own ?? (existsSync(noSeed) ? undefined : seed());
     if (!cachedData) return none;
+    const guard = `${c.file}.loading.${process.pid}`;
     writeFileSync(guard, '', { mode: 0o600 });
     const done = () => {
       try {
@@ -152,25 +177,21 @@ function guardedLoad(file: string | undefined, seed: () => Buffer | undefined): 
 /** Compiles the bundle (with a cache where there is one) and arranges the saves; the source buffer is not kept. */
 function compile(bundle: string): Script {
   const bytes = readFileSync(bundle);
-  const cacheFile = cacheFileFor(bundle, bytes);
-  const load = guardedLoad(cacheFile, () => readSeed(bundle, bytes));
-  // esbuild escapes non-ASCII in code (charset ascii); only comments keep UTF-8, which latin1 merely
-  // misspells. V8 then keeps 6.6 MB of one-byte source (lazy functions compile from it), not 13 MB.
-  // "use strict": the ES modules the bundle was made of were strict (esbuild's banner line would come
-  // before the directive it writes).
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${bytes.toString('latin1')}\n})`, {
+  const cache = cacheFileFor(bundle, bytes);
+  const load = guardedLoad(cache, () => (cache ? readSeed(bundle, bytes, cache.key) : undefined));
+  const script = new Script(wrappedSource(bytes), {
     filename: bundle,
     cachedData: load.cachedData,
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   load.done();
-  if (cacheFile) {
+  if (cache) {
     let cachedBytes = load.cachedData && !script.cachedDataRejected ? load.cachedData.length : 0;
     // Without a cache of ours, a server killed later still leaves its start's code (beyond the build's:
     // its start ran no etcd, no kube clients); at exit (SIGTERM's shutdown too) whatever was compiled
     // beyond the cache, e.g. after one that an early exit (--help) wrote.
-    if (cachedBytes === 0 || load.seeded) setTimeout(() => { cachedBytes = saveCache(cacheFile, script, cachedBytes); }, SAVE_AFTER_MS).unref();
-    process.once('exit', () => saveCache(cacheFile, script, cachedBytes));
+    if (cachedBytes === 0 || load.seeded) setTimeout(() => { cachedBytes = saveCache(cache, script, cachedBytes); }, SAVE_AFTER_MS).unref();
+    process.once('exit', () => saveCache(cache, script, cachedBytes));
   }
   return script;
 }

@@ -3,7 +3,7 @@
 // generated API (14 MB of the bundle's 20) where the server uses only KubeConfig.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../helpers/kubectl.js';
 import { bundleInto } from '../../scripts/bundle.js';
 import { seedCodeCache } from '../../scripts/seedCodeCache.js';
-import { contentKey, shortHash } from '../../src/bootstrap/codeCacheFiles.js';
+import { readCacheFile, seedFileName, shortHash, sourceKey, thisNode } from '../../src/bootstrap/codeCacheFiles.js';
 
 // Inside the repository, where the packages the bundle keeps resolve.
 const root = join(import.meta.dirname, '..', '..', '.cache', `bundle-test-${process.pid}`);
@@ -24,6 +24,13 @@ function childEnv(tmpDir: string): NodeJS.ProcessEnv {
   delete env.NODE_COMPILE_CACHE;
   delete env.NODE_DISABLE_COMPILE_CACHE;
   return env;
+}
+
+/** The pid of a process that has exited. */
+function deadPid(): number {
+  const r = spawnSync(process.execPath, ['-e', '']);
+  assert.ok(r.pid);
+  return r.pid;
 }
 
 /** The compile cache's files under `tmpDir` (src/bootstrap.ts), with their contents. */
@@ -185,23 +192,32 @@ describe('the bundle', () => {
     }
   });
 
-  it('drops a cache whose last read never finished (V8 aborts on some damaged ones), then makes a new one', async () => {
+  it('drops a cache whose last read never finished (V8 aborts on some damaged ones), then makes a new one; a live sibling\'s read is no crash', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
     try {
       await serveFor(tmp, 2_700);
       const [before] = cacheFiles(tmp);
       assert.ok(before);
-      const guard = join(tmp, 'farm-apiserver-compile-cache', `${before.name}.loading`);
+      const dir = join(tmp, 'farm-apiserver-compile-cache');
+      // A --workers sibling reading it now (this test's process is alive): the cache is run, kept.
+      const sibling = join(dir, `${before.name}.loading.${process.pid}`);
+      writeFileSync(sibling, '');
+      await serveFor(tmp, 2_700);
+      assert.deepEqual(cacheFiles(tmp), [before], 'a sibling\'s read taken for a crash');
+      assert.equal(existsSync(sibling), true);
+      rmSync(sibling);
+      // The guard of a process that is gone: it died reading.
+      const guard = join(dir, `${before.name}.loading.${deadPid()}`);
       writeFileSync(guard, '');
       await sleep(20); // a new file's mtime differs
       await serveFor(tmp, 2_700);
       const [after] = cacheFiles(tmp);
       assert.ok(after && after.mtimeMs > before.mtimeMs, 'the cache was not made again');
       assert.equal(existsSync(guard), false);
-      // An accepted one is not written again, and its guard is gone once read.
+      // An accepted one is not written again, and no guard is left once read.
       await serveFor(tmp, 2_700);
       assert.deepEqual(cacheFiles(tmp), [after]);
-      assert.equal(existsSync(guard), false);
+      assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.loading')), []);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
@@ -258,31 +274,37 @@ describe('the build\'s code cache (a new pod\'s first start)', () => {
   const seeded = join(root, 'seeded');
   let seededEntry = '';
   let seed = '';
+  let bundleBytes = Buffer.alloc(0);
   before(async () => {
     mkdirSync(join(seeded, 'dist'), { recursive: true });
     copyFileSync(join(root, 'package.json'), join(seeded, 'package.json'));
     for (const c of chunks) writeFileSync(join(seeded, 'dist', c.name), c.text);
     seededEntry = join(seeded, 'dist', 'farm-apiserver.js');
+    bundleBytes = readFileSync(join(seeded, 'dist', 'farm-apiserver.cjs'));
     seed = await seedCodeCache(seededEntry);
   });
 
-  /** The sizes of the code caches (> 100 kB: the bundle's) V8 accepted in `entry --help`. */
-  function acceptedCaches(env: NodeJS.ProcessEnv): number[] {
-    const r = spawnSync(process.execPath, ['--profile-deserialization', seededEntry, '--help'], { env, encoding: 'utf8' });
+  /** The sizes of the code caches (> 100 kB: the bundle's) V8 accepted in `entry --help`, and its output. */
+  function run(env: NodeJS.ProcessEnv, entry = seededEntry): { caches: number[]; stdout: string } {
+    const r = spawnSync(process.execPath, ['--profile-deserialization', entry, '--help'], { env, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    return [...r.stdout.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1])).filter((n) => n > 100_000);
+    return { caches: [...r.stdout.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1])).filter((n) => n > 100_000), stdout: r.stdout };
   }
-  const seedCode = () => statSync(seed).size - 4;
+  const acceptedCaches = (env: NodeJS.ProcessEnv) => run(env).caches;
+  /** The code held by a cache file of this bundle. */
+  const codeIn = (file: string) => readCacheFile(file, sourceKey(bundleBytes), () => true)?.length ?? -1;
+  const seedCode = () => codeIn(seed);
+  /** Our own cache file of the seeded copy under `tmp`. */
+  const ownFileIn = (tmp: string) => join(tmp, 'farm-apiserver-compile-cache', `${shortHash([join(seeded, 'dist', 'farm-apiserver.cjs'), process.version, process.arch, process.versions.v8])}-${sourceKey(bundleBytes)}.v8`);
 
-  it('is made beside the bundle by a warm-up start, readable by all, named by the Node and the bundle\'s content; once per build', async () => {
-    const bundle = readFileSync(join(seeded, 'dist', 'farm-apiserver.cjs'));
-    assert.equal(seed, join(seeded, 'dist', `farm-apiserver-${shortHash([process.version, process.arch, process.versions.v8])}-${contentKey(bundle)}.v8`));
+  it('is made beside the bundle by a warm-up start, readable by all, named by the Node and the source; once per build', async () => {
+    assert.equal(seed, join(seeded, 'dist', `farm-apiserver-${shortHash([process.version, process.arch, process.versions.v8])}-${sourceKey(bundleBytes)}.v8`));
     assert.equal(statSync(seed).mode & 0o777, 0o644);
     // The warm-up ran requests, not only the start: more than a start leaves.
     assert.ok(seedCode() > 1_000_000, `${seedCode()} bytes`);
     const { mtimeMs } = statSync(seed);
     // Another Node's is kept, another build's is removed.
-    const otherNode = join(seeded, 'dist', `farm-apiserver-${'0'.repeat(16)}-${contentKey(bundle)}.v8`);
+    const otherNode = join(seeded, 'dist', `farm-apiserver-${'0'.repeat(16)}-${sourceKey(bundleBytes)}.v8`);
     const otherBuild = join(seeded, 'dist', `farm-apiserver-${shortHash([process.version, process.arch, process.versions.v8])}-00000000100.v8`);
     writeFileSync(otherNode, 'x');
     writeFileSync(otherBuild, 'x');
@@ -291,44 +313,82 @@ describe('the build\'s code cache (a new pod\'s first start)', () => {
     assert.equal(existsSync(otherBuild), false);
     assert.equal(existsSync(otherNode), true);
     rmSync(otherNode);
+    // One that others may write is made again, 0644 whatever the umask.
+    chmodSync(seed, 0o666);
+    const umask = process.umask(0o077);
+    try {
+      await seedCodeCache(seededEntry);
+    } finally {
+      process.umask(umask);
+    }
+    assert.equal(statSync(seed).mode & 0o777, 0o644);
   });
 
-  it('is what a start with an empty cache directory runs; that start\'s own cache, once made, comes first', async () => {
+  it('is what a start with an empty cache directory runs; then its own, saved 2 s after a start that compiled more', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    const good = readFileSync(seed);
     try {
       assert.deepEqual(acceptedCaches(childEnv(tmp)), [seedCode()]);
-      // A server compiles beyond the build's warm-up (here its shutdown after 2 s): its own, then used.
-      await serveFor(tmp, 2_700, 'SIGTERM', { entry: seededEntry });
-      const [own] = cacheFiles(tmp);
-      assert.ok(own && own.data.length - 4 > seedCode(), 'no bigger cache of its own');
-      assert.deepEqual(acceptedCaches(childEnv(tmp)), [own.data.length - 4]);
+      rmSync(join(tmp, 'farm-apiserver-compile-cache'), { recursive: true });
+      // A build's cache of less than a server start compiles (here --help's): a server killed after
+      // 2 s has saved its own, bigger, which the next start runs.
+      const small = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+      run(childEnv(small), join(root, 'dist', 'farm-apiserver.js'));
+      const [helpCache] = cacheFiles(small);
+      rmSync(small, { recursive: true, force: true });
+      assert.ok(helpCache);
+      writeFileSync(seed, helpCache.data);
+      assert.deepEqual(acceptedCaches(childEnv(tmp)), [codeIn(seed)]);
+      rmSync(ownFileIn(tmp), { force: true });
+      await serveFor(tmp, 2_700, 'SIGKILL', { entry: seededEntry });
+      const own = codeIn(ownFileIn(tmp));
+      assert.ok(own > codeIn(seed), `its own cache: ${own} bytes, the build's ${codeIn(seed)}`);
+      assert.deepEqual(acceptedCaches(childEnv(tmp)), [own]);
+    } finally {
+      writeFileSync(seed, good);
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('runs in every one of several processes starting at once (--workers siblings in a new pod)', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    try {
+      const runs = await Promise.all(Array.from({ length: 4 }, () => new Promise<string>((resolve) => {
+        const child = spawn(process.execPath, ['--profile-deserialization', seededEntry, '--help'], { env: childEnv(tmp), stdio: ['ignore', 'pipe', 'ignore'] });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+        child.once('close', () => resolve(out));
+      })));
+      // Each ran a cache of at least the build's size (the build's, or one a sibling's exit grew).
+      for (const out of runs) {
+        const sizes = [...out.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1]));
+        assert.ok(sizes.some((n) => n >= seedCode()), `a process without the cache: ${sizes.filter((n) => n > 100_000).join(', ')}`);
+      }
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
   });
 
-  it('is not run when damaged, writable by someone who cannot write the bundle, turned off, or when a read of it never finished', () => {
+  it('is not run when damaged, of another build, writable by others, turned off, or after a read of it never finished', () => {
     const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
     const good = readFileSync(seed);
     try {
       const env = childEnv(tmp);
-      const ownFile = join(tmp, 'farm-apiserver-compile-cache', `${shortHash([join(seeded, 'dist', 'farm-apiserver.cjs'), process.version, process.arch, process.versions.v8])}-${contentKey(readFileSync(join(seeded, 'dist', 'farm-apiserver.cjs')))}.v8`);
+      const ownFile = ownFileIn(tmp);
       // --help prints the usage, which the warm-up never did: its exit leaves a cache of its own, grown.
       assert.deepEqual(acceptedCaches(env), [seedCode()]);
-      assert.ok(statSync(ownFile).size > statSync(seed).size);
+      assert.ok(codeIn(ownFile) > seedCode());
       rmSync(ownFile);
       // A start that runs no cache leaves its own (its exit's save), which the next one would use instead.
       const runsNone = (e: NodeJS.ProcessEnv, why: string) => {
         assert.deepEqual(acceptedCaches(e), [], why);
         rmSync(ownFile, { force: true });
       };
-      // The guard of a start that died reading it: this one goes without.
-      writeFileSync(`${ownFile}.loading`, '');
-      runsNone(env, 'after a read that never finished');
-      assert.equal(existsSync(`${ownFile}.loading`), false);
       runsNone({ ...env, NODE_DISABLE_COMPILE_CACHE: '1' }, 'turned off');
-      chmodSync(seed, 0o666);
-      runsNone(env, 'a world-writable seed ran');
+      for (const mode of [0o666, 0o664]) {
+        chmodSync(seed, mode);
+        runsNone(env, `a seed of mode ${mode.toString(8)} ran`);
+      }
       chmodSync(seed, 0o644);
       const damaged = Buffer.from(good);
       damaged[damaged.length >> 1] ^= 0xff;
@@ -337,10 +397,47 @@ describe('the build\'s code cache (a new pod\'s first start)', () => {
       // No directory of ours, so no guard: no cache at all.
       runsNone(childEnv('/nonexistent/tmp'), 'without a directory of ours');
       writeFileSync(seed, good);
+      // The guard of a start that died reading it: this one goes without, and marks the build's
+      // cache as not to be read here again (the next start has no cache of its own either).
+      writeFileSync(`${ownFile}.loading.${deadPid()}`, '');
+      runsNone(env, 'after a read that never finished');
+      runsNone(env, 'after a read that never finished, the next start');
+      rmSync(`${ownFile}.noseed`);
       assert.deepEqual(acceptedCaches(env), [seedCode()]);
     } finally {
       writeFileSync(seed, good);
       chmodSync(seed, 0o644);
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('is not run for another bundle of the same length, even renamed to its name', () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    const other = join(root, 'seeded-other', 'dist');
+    try {
+      mkdirSync(other, { recursive: true });
+      copyFileSync(join(root, 'package.json'), join(root, 'seeded-other', 'package.json'));
+      for (const c of chunks) writeFileSync(join(other, c.name), c.text);
+      const text = bundleBytes.toString('latin1');
+      assert.ok(text.includes('Usage: farm-apiserver'));
+      const edited = Buffer.from(text.replace('Usage: farm-apiserver', 'USAGE: FARM-APISERVER'), 'latin1');
+      writeFileSync(join(other, 'farm-apiserver.cjs'), edited);
+      copyFileSync(seed, join(other, seedFileName(thisNode(), edited)));
+      const r = run(childEnv(tmp), join(other, 'farm-apiserver.js'));
+      assert.deepEqual(r.caches, []);
+      assert.match(r.stdout, /USAGE: FARM-APISERVER/);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('is not run when someone other than the bundle\'s owner owns it', { skip: process.getuid?.() !== 0 && 'changing a file\'s owner needs root' }, () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'farm-compile-cache-'));
+    try {
+      chownSync(seed, 1000, 1000);
+      assert.deepEqual(acceptedCaches(childEnv(tmp)), []);
+    } finally {
+      chownSync(seed, 0, 0);
       rmSync(tmp, { recursive: true, force: true });
     }
   });
