@@ -131,7 +131,8 @@ async function runOnce(entry: string, node: string, work: string, key: string): 
       if (!c.method && c.path.endsWith('/seed')) resourceVersion = (JSON.parse(body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
     }
     child.kill('SIGTERM');
-    const code = await Promise.race([exited, sleep(STOP_TIMEOUT_MS).then(() => 'timeout' as const)]);
+    // Not ref'd: a pending limit would hold the build open after the child's exit.
+    const code = await Promise.race([exited, sleep(STOP_TIMEOUT_MS, 'timeout' as const, { ref: false })]);
     if (code !== 0) throw new Error(`the warm-up server's exit: ${code}: ${stderr}`);
   } finally {
     child.kill('SIGKILL');
