@@ -2,9 +2,12 @@
 // acknowledged lost to a crash or a restart, exact counts under cross-replica contention, an etcd
 // outage that degrades to Status errors and recovers on its own, and kube's compactor taking turns.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connectEtcd } from '../../src/storage/etcd3/client.js';
+import { freePort } from '../cluster/controlPlane.js';
 import { COMPACT_REV_KEY } from '../../src/storage/etcd3/compactor.js';
 import { eventually } from '../e2e/e2e.helpers.js';
 import type { TestEtcd } from '../helpers/etcd.js';
@@ -338,5 +341,39 @@ describe('--workers 2 on etcd3: two processes share one port', () => {
     const exit = await server.kill('SIGTERM');
     assert.equal(exit, 0);
     for (const pid of servingPids(0)) assert.throws(() => process.kill(pid, 0), 'no worker is left behind');
+  });
+});
+
+describe('cluster mode on etcd3 whose kube-apiserver cannot be reached', () => {
+  let env: EtcdReplicas;
+  before(async () => { env = await etcdReplicas('unreachable-kube'); });
+  after(() => env?.close());
+
+  it('the watch cache, filled after the start\'s own work, still fills (~1 s at most), though the start never finishes it', { timeout: 60_000 }, async () => {
+    // A kube-apiserver on a port nothing listens on: the trust ConfigMap and the upstream caches never sync.
+    const closed = await freePort();
+    const kubeconfig = join(env.dir, 'unreachable.kubeconfig');
+    writeFileSync(kubeconfig, [
+      'apiVersion: v1', 'kind: Config', 'current-context: c',
+      'clusters: [{name: k, cluster: {server: "https://127.0.0.1:' + String(closed) + '", insecure-skip-tls-verify: true}}]',
+      'users: [{name: u, user: {token: t}}]', 'contexts: [{name: c, context: {cluster: k, user: u}}]', '',
+    ].join('\n'));
+    const log = join(env.dir, 'unreachable.log');
+    const fd = openSync(log, 'a');
+    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../src/main.ts'),
+      '--kubeconfig', kubeconfig, '--port', String(await freePort()), '--bind-address', '127.0.0.1', '--cert-dir', env.set.certDir,
+      '--log-level', 'info', '--storage-backend', 'etcd3', '--etcd-servers', env.etcd.url], { stdio: ['ignore', fd, fd], env: { PATH: process.env.PATH ?? '', HOME: env.dir } });
+    closeSync(fd);
+    try {
+      const lines = () => readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; time: number });
+      await eventually('the watch cache synced with etcd', 30_000, async () => lines().some((l) => l.msg === 'etcd: watch cache synced'));
+      const at = (msg: string) => lines().find((l) => l.msg === msg)?.time;
+      const listening = lines().find((l) => l.msg.startsWith('Server listening'))?.time;
+      assert.ok(listening !== undefined, 'it listens');
+      assert.equal(at('cluster mode: read kube-system/extension-apiserver-authentication'), undefined, 'kube-apiserver was never reached');
+      assert.ok((at('etcd: watch cache synced') ?? 0) - listening >= 900, 'the fill waited ~1 s for the start\'s own work');
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

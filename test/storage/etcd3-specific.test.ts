@@ -8,6 +8,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { connectEtcd, type EtcdClient, type WatchStream } from '../../src/storage/etcd3/client.js';
+import { GrpcError } from '../../src/storage/etcd3/grpc.js';
 import { COMPACT_REV_KEY, compactTurn } from '../../src/storage/etcd3/compactor.js';
 import { CONTINUE_LATEST, encodeContinue } from '../../src/storage/continueToken.js';
 import { Etcd3Storage } from '../../src/storage/etcd3/etcd3Storage.js';
@@ -22,6 +23,15 @@ import { listOpts } from './contractLists.js';
 import { describeItem, keysOf, llama, rejectsWithApiError, rejectsWithCode, takeItems, withLabels, within } from './harness.js';
 
 const CASE = { timeout: 45_000 };
+
+/** `n` llamas "ns/l00000"… written straight into etcd under `prefix`, 128 puts per Txn; their keys. */
+async function putLlamas(client: EtcdClient, prefix: string, n: number, extra: Parameters<typeof llama>[1] = {}): Promise<string[]> {
+  const keys = Array.from({ length: n }, (_, i) => `ns/l${String(i).padStart(5, '0')}`);
+  for (let i = 0; i < keys.length; i += 128) {
+    await client.txn({ success: keys.slice(i, i + 128).map((k) => ({ request_put: { key: Buffer.from(`${prefix}/${k}`), value: Buffer.from(JSON.stringify(llama(k, extra))) } })) });
+  }
+  return keys;
+}
 const PREFIX = '/registry/farm.example.com/llamas';
 
 let etcd: TestEtcd;
@@ -506,23 +516,19 @@ describe('Etcd3Storage on a real etcd', () => {
       }
     });
 
-    it('decoding a big first page lets other work run between slices (the event loop is not held for the whole page)', CASE, async () => {
+    it('decoding a big page lets other work run between slices (the event loop is not held for the whole page)', CASE, async () => {
       const prefix = freshPrefix();
       const client = connectEtcd({ hosts: [etcd.url] });
-      // 9,000 llamas with 40 labels each, one page, written straight into etcd (128 puts per Txn).
+      // 9,000 llamas with 40 labels each (the last page 1,500 of them), written straight into etcd (128 puts per Txn).
       const labels = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`farm.example.com/label-${i}`, `value-${i}`]));
-      const keys = Array.from({ length: 9_000 }, (_, i) => `ns/l${String(i).padStart(5, '0')}`);
-      for (let i = 0; i < keys.length; i += 128) {
-        const success = keys.slice(i, i + 128).map((k) => ({ request_put: { key: Buffer.from(`${prefix}/${k}`), value: Buffer.from(JSON.stringify(llama(k, { labels }))) } }));
-        await client.txn({ success });
-      }
-      // Ticks of a setImmediate loop, read when the list's page arrived and when the cache was reset from it.
+      const keys = await putLlamas(client, prefix, 9_000, { labels });
+      // Ticks of a setImmediate loop, read when the list's last page arrived and when the cache was reset from it.
       let ticks = 0;
       let running = true;
       const tick = () => { ticks++; if (running) setImmediate(tick); };
       let atPage: number | undefined;
       let atReset: number | undefined;
-      const timed: EtcdClient = { ...client, rangePage: async (req) => { const r = await client.rangePage(req); atPage ??= ticks; return r; } };
+      const timed: EtcdClient = { ...client, rangePage: async (req) => { const r = await client.rangePage(req); atPage = ticks; return r; } };
       const s = new Etcd3Storage({ client: timed, prefix, historyLimit: 1000 });
       open.push({ storage: s, client });
       s.view.onReset(() => { atReset = ticks; });
@@ -534,18 +540,15 @@ describe('Etcd3Storage on a real etcd', () => {
       }
       assert.equal(s.view.size, keys.length);
       assert.ok(atPage !== undefined && atReset !== undefined);
-      // Decoding 9,000 such objects takes tens of ms: in 10 ms slices, others ran several times meanwhile.
+      // Decoding 1,500 such objects takes tens of ms: in 1 ms slices, others ran several times meanwhile.
       assert.ok(atReset - atPage >= 2, `${atReset - atPage} ticks while the page was decoded`);
     });
 
     it('a fill of several pages is one revision\'s state, and what changed between its pages comes by the watch', CASE, async () => {
       const prefix = freshPrefix();
       const client = connectEtcd({ hosts: [etcd.url] });
-      // 20,005 small llamas: three pages of the fill's 10,000 keys.
-      const keys = Array.from({ length: 20_005 }, (_, i) => `ns/l${String(i).padStart(5, '0')}`);
-      for (let i = 0; i < keys.length; i += 128) {
-        await client.txn({ success: keys.slice(i, i + 128).map((k) => ({ request_put: { key: Buffer.from(`${prefix}/${k}`), value: Buffer.from(JSON.stringify(llama(k))) } })) });
-      }
+      // 20,005 small llamas: the fill's pages, 500 keys first and twice as many each time up to 10,000.
+      await putLlamas(client, prefix, 20_005);
       // Once the first page is answered, a key of the last page is deleted and a new one written.
       const pages: { revision?: number; kvs: number }[] = [];
       const paged: EtcdClient = {
@@ -566,7 +569,7 @@ describe('Etcd3Storage on a real etcd', () => {
       s.view.onReset(() => { atReset = { rv: s.view.resourceVersion, size: s.view.size, deleted: s.view.get('ns/l20004') === undefined, added: s.view.get('ns/new') !== undefined }; });
       await s.start();
       const first = pages[0];
-      assert.deepEqual(pages.map((p) => p.kvs), [10_000, 10_000, 5], 'three pages, one after another');
+      assert.deepEqual(pages.map((p) => p.kvs), [500, 1_000, 2_000, 4_000, 8_000, 4_505], 'six pages, one after another');
       assert.equal(first.revision, undefined, 'the first page at etcd\'s newest revision');
       assert.ok(atReset);
       assert.ok(pages.slice(1).every((p) => p.revision === atReset?.rv), 'the later pages at the first one\'s revision');
@@ -574,6 +577,27 @@ describe('Etcd3Storage on a real etcd', () => {
       await eventually(() => s.view.get('ns/l20004') === undefined && s.view.get('ns/new') !== undefined, 'the two changes from the watch', 10_000);
       assert.equal(s.view.size, 20_005);
       assert.equal(s.view.resourceVersion, atReset.rv + 2);
+    });
+
+    it('a page etcd cannot send in one message is asked for again ten times smaller, and the later pages stay that small', CASE, async () => {
+      const prefix = freshPrefix();
+      const client = connectEtcd({ hosts: [etcd.url] });
+      const keys = await putLlamas(client, prefix, 1_234);
+      // As etcd refuses an answer past gRPC's 2 GiB bound, here for more than 120 objects.
+      const asked: number[] = [];
+      const bounded: EtcdClient = {
+        ...client,
+        rangePage: async (req) => {
+          asked.push(Number(req.limit));
+          if (Number(req.limit) > 120) throw new GrpcError(8, 'grpc: trying to send message larger than max (2147483648 vs. 2147483647)');
+          return client.rangePage(req);
+        },
+      };
+      const s = new Etcd3Storage({ client: bounded, prefix, historyLimit: 1000 });
+      open.push({ storage: s, client });
+      await s.start();
+      assert.equal(s.view.size, keys.length);
+      assert.deepEqual(asked, [500, ...Array.from({ length: 25 }, () => 50)], 'one refusal, then pages of 50');
     });
 
     it('a page another replica answered, ahead of this one\'s lagging cache, continues from etcd at once', CASE, async () => {

@@ -12,6 +12,12 @@ import { decodeEntry, keyAfter, type EtcdKeys } from './codec.js';
 
 /** Keys per page of the initial list, as kube's watch cache lists (gRPC messages have no size cap here). */
 const LIST_PAGE = 10_000;
+/**
+ * The first page's size; each next page is twice the last, up to LIST_PAGE. A 10,000-object first page
+ * is ~50 ms of etcd's work and ~6 MB to take in at once, which a just-started server's first requests
+ * (its /readyz) waited behind where etcd shares its core.
+ */
+const FIRST_PAGE = 500;
 /** Pages of one list before giving up (at least 1 million keys), far past anything this cache holds. */
 const MAX_LIST_PAGES = 1_000_000;
 /** Decoded objects between two looks at the clock (~10 µs each). */
@@ -159,7 +165,8 @@ export class CacheFeed {
   private async relist(): Promise<void> {
     const { key, range_end } = this.keys.range();
     const content = new CacheContent();
-    let limit = LIST_PAGE;
+    let cap = LIST_PAGE;
+    let limit = FIRST_PAGE;
     const page = async (start: Buffer, rev?: number) => {
       for (;;) {
         try {
@@ -167,7 +174,7 @@ export class CacheFeed {
         } catch (e) {
           // A page of big objects past gRPC's 2 GiB message bound: smaller pages (10,000 objects of 3 MiB would be 30 GiB).
           if (limit === 1 || !/larger than max|RESOURCE_EXHAUSTED/i.test((e as Error).message)) throw e;
-          limit = Math.max(1, Math.floor(limit / 10));
+          cap = limit = Math.max(1, Math.floor(limit / 10));
         }
       }
     };
@@ -186,6 +193,7 @@ export class CacheFeed {
       }
       if (!res.more || kvs.length === 0) break;
       if (pages >= MAX_LIST_PAGES) throw new Error(`more than ${MAX_LIST_PAGES} pages under ${this.keys.prefix}`);
+      limit = Math.min(limit * 2, cap);
       res = await page(keyAfter(kvs.at(kvs.length - 1).key), rev);
     }
     this.cache.reset(content, rev);
