@@ -155,7 +155,12 @@ function startsWith(entry: string, node: string, work: string, codeBytes: number
   rmSync(cache, { recursive: true, force: true });
   const r = spawnSync(node, ['--profile-deserialization', entry, '--help'], { env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: cache }, encoding: 'utf8', timeout: START_TIMEOUT_MS });
   if (r.status !== 0) return `exit ${r.status ?? r.signal}: ${r.error?.message ?? r.stderr}`;
-  return r.stdout.includes(`Deserializing from ${codeBytes} bytes`) ? undefined : 'V8 did not run it';
+  return deserializedSizes(r.stdout).includes(codeBytes) ? undefined : 'V8 did not run it';
+}
+
+/** The size of each code cache V8 accepted, from the output of a run with --profile-deserialization. */
+export function deserializedSizes(output: string): number[] {
+  return [...output.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1]));
 }
 
 /**

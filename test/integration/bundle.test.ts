@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../helpers/kubectl.js';
 import { bundleInto } from '../../scripts/bundle.js';
-import { seedCodeCache } from '../../scripts/seedCodeCache.js';
+import { deserializedSizes, seedCodeCache } from '../../scripts/seedCodeCache.js';
 import { readCacheFile, seedFileName, shortHash, sourceKey, thisNode } from '../../src/bootstrap/codeCacheFiles.js';
 
 // Inside the repository, where the packages the bundle keeps resolve.
@@ -288,7 +288,7 @@ describe('the build\'s code cache (a new pod\'s first start)', () => {
   function run(env: NodeJS.ProcessEnv, entry = seededEntry): { caches: number[]; stdout: string } {
     const r = spawnSync(process.execPath, ['--profile-deserialization', entry, '--help'], { env, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    return { caches: [...r.stdout.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1])).filter((n) => n > 100_000), stdout: r.stdout };
+    return { caches: deserializedSizes(r.stdout).filter((n) => n > 100_000), stdout: r.stdout };
   }
   const acceptedCaches = (env: NodeJS.ProcessEnv) => run(env).caches;
   /** The code held by a cache file of this bundle. */
@@ -361,7 +361,7 @@ describe('the build\'s code cache (a new pod\'s first start)', () => {
       })));
       // Each ran a cache of at least the build's size (the build's, or one a sibling's exit grew).
       for (const out of runs) {
-        const sizes = [...out.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1]));
+        const sizes = deserializedSizes(out);
         assert.ok(sizes.some((n) => n >= seedCode()), `a process without the cache: ${sizes.filter((n) => n > 100_000).join(', ')}`);
       }
     } finally {

@@ -12,6 +12,7 @@ import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../../scripts/freePort.js';
+import { deserializedSizes } from '../../scripts/seedCodeCache.js';
 import { readCacheFile, sourceKey } from '../../src/bootstrap/codeCacheFiles.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
@@ -97,7 +98,7 @@ describe('the Dockerfile, replayed', () => {
       const seed = readdirSync(join(runDir, 'dist')).find((f) => f.endsWith('.v8')) ?? '';
       const help = spawnSync(process.execPath, ['--profile-deserialization', ...entry.slice(1), '--help'], { cwd: runDir, env, encoding: 'utf8', ...as });
       assert.equal(help.status, 0, help.stderr);
-      const sizes = [...help.stdout.matchAll(/Deserializing from (\d+) bytes/g)].map((m) => Number(m[1]));
+      const sizes = deserializedSizes(help.stdout);
       const seedBytes = readCacheFile(join(runDir, 'dist', seed), sourceKey(readFileSync(join(runDir, 'dist', 'farm-apiserver.cjs'))), () => true)?.length;
       assert.ok(seedBytes && sizes.includes(seedBytes), `the build's cache (${seedBytes} bytes) was not run: ${sizes.filter((n) => n > 100_000).join(', ')}`);
       // And it serves (standalone: its certificates in a directory it may write).
