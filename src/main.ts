@@ -149,9 +149,10 @@ async function main(): Promise<void> {
   if (isWorker()) await untilHealthy(storage.readyz);
   await step(`cannot listen on ${host}:${config.port}`, () => app.listen({ port: config.port, host: config.bindAddress }));
   // The watch caches fill after the start's own work (listening, and in cluster mode the trust
-  // ConfigMap and the upstream caches), or 1 s at most: a fill lists every stored object from etcd,
-  // which on a shared core held the first /readyz 200 back by ~30-100 ms. Reads go to etcd until then.
-  void Promise.race([Promise.all(reflectors.map(({ reflector }) => reflector.waitForSync())), sleep(FILL_AFTER_MS)])
+  // ConfigMap and the namespaces), or 1 s at most: a fill lists every stored object from etcd, which on
+  // a shared core held the first /readyz 200 back by ~30-100 ms. Reads go to etcd until then. Not after
+  // the Pods: FarmPods built before the llamas are filled say no llama until the fill ends.
+  void Promise.race([Promise.all((cluster?.reflectors ?? []).map(({ reflector }) => reflector.waitForSync())), sleep(FILL_AFTER_MS)])
     .then(() => { if (!shuttingDown) storage.start(); });
   const connectHost = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
   const url = `https://${connectHost}:${config.port}`;

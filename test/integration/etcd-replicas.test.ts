@@ -371,7 +371,8 @@ describe('cluster mode on etcd3 whose kube-apiserver cannot be reached', () => {
       const listening = lines().find((l) => l.msg.startsWith('Server listening'))?.time;
       assert.ok(listening !== undefined, 'it listens');
       assert.equal(at('cluster mode: read kube-system/extension-apiserver-authentication'), undefined, 'kube-apiserver was never reached');
-      assert.ok((at('etcd: watch cache synced') ?? 0) - listening >= 900, 'the fill waited ~1 s for the start\'s own work');
+      const waited = (at('etcd: watch cache synced') ?? 0) - listening;
+      assert.ok(waited >= 900 && waited < 15_000, `the fill waited ~1 s for the start's own work (${waited} ms)`);
     } finally {
       child.kill('SIGKILL');
     }

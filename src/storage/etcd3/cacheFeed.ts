@@ -10,7 +10,7 @@ import { stamped } from '../objects.js';
 import type { EtcdClient, IEvent, IWatchResponse, WatchStream } from './client.js';
 import { decodeEntry, keyAfter, type EtcdKeys } from './codec.js';
 
-/** Keys per page of the initial list, as kube's watch cache lists (gRPC messages have no size cap here). */
+/** The most keys per page of the initial list, as kube's watch cache lists (gRPC messages have no size cap here). */
 const LIST_PAGE = 10_000;
 /**
  * The first page's size; each next page is twice the last, up to LIST_PAGE. A 10,000-object first page
@@ -183,7 +183,7 @@ export class CacheFeed {
     const rev = res.header.revision;
     for (let pages = 1; ; pages++) {
       const { kvs } = res;
-      // A page is 10,000 objects (~0.1 s of decoding and JSON.parse): requests, /readyz among them, run between slices.
+      // A page is up to 10,000 objects (~0.1 s of decoding and JSON.parse): requests, /readyz among them, run between slices.
       for (let i = 0; i < kvs.length; i++) {
         if (i % DECODE_CHECK === 0) {
           await pacer.breathe();

@@ -31,7 +31,7 @@ export interface RangeRequest {
 export interface RangeResponse { header: ResponseHeader; kvs: KeyValue[]; more: boolean; count: number }
 
 /**
- * A Range's key-values, each decoded when asked for. The watch cache's fill reads pages of 10,000:
+ * A Range's key-values, each decoded when asked for. The watch cache's fill reads pages of up to 10,000:
  * decoded at once, the first (cold) page held the event loop ~90 ms; one by one, in its paced slices.
  */
 export class KeyValueList {
