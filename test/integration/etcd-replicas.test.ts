@@ -365,7 +365,8 @@ describe('cluster mode on etcd3 whose kube-apiserver cannot be reached', () => {
       '--log-level', 'info', '--storage-backend', 'etcd3', '--etcd-servers', env.etcd.url], { stdio: ['ignore', fd, fd], env: { PATH: process.env.PATH ?? '', HOME: env.dir } });
     closeSync(fd);
     try {
-      const lines = () => readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; time: number });
+      // Whole lines only (the last may still be being written); JSON ones (pino's).
+      const lines = () => readFileSync(log, 'utf8').split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; time: number });
       await eventually('the watch cache synced with etcd', 30_000, async () => lines().some((l) => l.msg === 'etcd: watch cache synced'));
       const at = (msg: string) => lines().find((l) => l.msg === msg)?.time;
       const listening = lines().find((l) => l.msg.startsWith('Server listening'))?.time;
