@@ -64,7 +64,8 @@ export interface GracefulDeleter {
 }
 
 export interface CollectionDeleter {
-  deleteCollection(ctx: RequestContext, opts: DeleteOptions, dryRun: boolean, listOpts: ListOptions): Promise<{ items: Entry[]; resourceVersion: number }>;
+  /** Answers the list it deleted from: the objects as listed, the list's resourceVersion and continue token. */
+  deleteCollection(ctx: RequestContext, opts: DeleteOptions, dryRun: boolean, listOpts: ListOptions): Promise<ListResult>;
 }
 
 /** Every served resource reads; writes are optional. */

@@ -7,6 +7,7 @@ import { parseListOptions } from '../listOptions.js';
 import { OBJECT_MEDIA_TYPES } from '../mediaTypes.js';
 import { negotiate } from '../negotiation.js';
 import { renderList } from '../render.js';
+import { listMetaOf } from './get.js';
 import type { Req, RequestScope } from './scope.js';
 
 function deleteOptions(req: Req) {
@@ -28,9 +29,10 @@ export async function deleteCollection(scope: RequestScope, req: Req, reply: Fas
   const rest = scope.rest();
   if (!rest.deleteCollection) throw errors.methodNotAllowed('deletecollection', scope.gr);
   const out = negotiate(req.headers.accept, 'list');
-  const { options, dryRun } = deleteOptions(req);
+  // delete.go DeleteCollection: the list options are decoded and validated before the body.
   const listOpts = parseListOptions(req.query);
-  const { items, resourceVersion } = await rest.deleteCollection(scope.context(req), options, dryRun, listOpts);
-  const r = renderList(scope.def, items, { resourceVersion: String(resourceVersion) }, out, 'Metadata');
+  const { options, dryRun } = deleteOptions(req);
+  const list = await rest.deleteCollection(scope.context(req), options, dryRun, listOpts);
+  const r = renderList(scope.def, list.items, listMetaOf(list), out, 'Metadata');
   return reply.code(200).type(r.contentType).send(await scope.body(r));
 }

@@ -7,7 +7,7 @@ import { ApiError, errors, FieldError } from '../../apimachinery/status.js';
 import { GoLiteral } from '../../apimachinery/goCompat.js';
 import { withManaged, type FieldManager } from '../../apimachinery/managedfields/fieldManager.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import type { Entry, Storage } from '../../storage/interfaces.js';
+import type { Entry, ListResult, Storage } from '../../storage/interfaces.js';
 import { stamped } from '../../storage/objects.js';
 import type { ResourceDescriptor } from '../resource.js';
 import type { CollectionDeleter, Creater, Decoded, GracefulDeleter, RequestContext, UpdatedObjectInfo, UpdateOptions, Updater, WriteResult } from '../rest.js';
@@ -19,6 +19,8 @@ import { ObjectRules, type Strategy } from './strategy.js';
 
 /** maxNameGenerationCreateAttempts: 1 million names per prefix with a 0.1% chance of any conflict. */
 const MAX_NAME_GENERATION_ATTEMPTS = 8;
+/** deleteCollectionPageSize: a collection is listed for deletion in pages of this many objects. */
+const DELETE_COLLECTION_PAGE_SIZE = 10_000;
 
 /** Thrown out of a try-update whose result removed the last finalizer of an object being deleted. */
 class EmptiedFinalizers { constructor(readonly uid: string | undefined, readonly warnings: string[], readonly updated: Entry) {} }
@@ -205,18 +207,36 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
     }
   }
 
-  /** Deletes what the selectors select, one by one; objects deleted meanwhile are skipped. */
-  async deleteCollection(ctx: RequestContext, opts: DeleteOptions, dryRun: boolean, listOpts: ListOptions) {
-    const listed = await this.list(ctx, { ...listOpts, limit: 0, continue: '' });
+  /**
+   * store.go DeleteCollection: deletes what a list with the request's options returns, and answers that list.
+   * With a limit, one page only (its continue token and remaining count included); without, every page of
+   * deleteCollectionPageSize, later pages from the first one's continue token (so at its resourceVersion).
+   * A list error (a bad continue token, a compacted resourceVersion) fails the request before anything is
+   * deleted. Objects deleted meanwhile are skipped; any other failure stops it, as upstream's workers do.
+   */
+  async deleteCollection(ctx: RequestContext, opts: DeleteOptions, dryRun: boolean, listOpts: ListOptions): Promise<ListResult> {
+    const hasLimit = listOpts.limit > 0;
+    let page: ListOptions = hasLimit ? listOpts : { ...listOpts, limit: DELETE_COLLECTION_PAGE_SIZE };
+    let first: ListResult | undefined;
     const items: Entry[] = [];
-    for (const e of listed.items) {
-      try {
-        items.push((await this.delete({ namespace: e.object.metadata.namespace }, e.object.metadata.name!, opts, dryRun)).entry);
-      } catch (err) {
-        if (!(err instanceof ApiError && err.code === 404)) throw err;
-      }
+    for (;;) {
+      const listed = await this.list(ctx, page);
+      for (const e of listed.items) await this.deleteListed(e, opts, dryRun);
+      if (hasLimit) return listed;
+      items.push(...listed.items);
+      // Upstream answers the first page's list object with every page's items (its continue token kept).
+      first ??= listed;
+      if (!listed.continue) return { ...first, items };
+      page = { ...page, continue: listed.continue, resourceVersion: '', resourceVersionMatch: '' };
     }
-    return { items, resourceVersion: dryRun ? listed.resourceVersion : this.reader.resourceVersion };
+  }
+
+  private async deleteListed(e: Entry, opts: DeleteOptions, dryRun: boolean): Promise<void> {
+    try {
+      await this.delete({ namespace: e.object.metadata.namespace }, e.object.metadata.name!, opts, dryRun);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
   }
 }
 
