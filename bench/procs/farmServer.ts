@@ -71,6 +71,12 @@ serveIpc({
   /** Longest and 99th-percentile event-loop delay (ms) since loopReset; the timer resolution (5 ms) is included. */
   loopStats: () => ({ maxMs: loopDelay.max / 1e6, p99Ms: loopDelay.percentile(99) / 1e6, meanMs: loopDelay.mean / 1e6, samples: loopDelay.count }),
   watchers: () => llamaStore.view.watcherCount,
+  /** Resident set and heap after a full collection when the process runs with --expose-gc (bytes). */
+  memory: () => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const m = process.memoryUsage();
+    return { rss: m.rss, heapTotal: m.heapTotal, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+  },
   rv: () => llamaStore.resourceVersion,
 }, { port });
 // Exit through process.exit so that --cpu-prof (when profiling this process) writes its profile.

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { Child, median, percentile, sleep } from '../lib/common.js';
 import type { Tree } from '../lib/trees.js';
 import type { Ctx, Row, SuiteResult } from './types.js';
+import { watchFanoutRows } from './watchFanout.js';
 
 const API = '/apis/farm.example.com/v1alpha';
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
@@ -346,5 +347,8 @@ export async function loopStallSuite(ctx: Ctx): Promise<SuiteResult> {
     note: `${s.statuses}; /livez p50 ${fmtMs(s.livezP50Ms)} max ${s.livezLowerBound ? '≥ ' : ''}${fmtMs(s.livezMaxMs)} ms; server CPU ${fmtMs(s.cpuMs)} ms; ${fmtBytes(s.requestBytes)}${hb ? `; at ${ctx.baseline!.label}: ${baseSummary[i + 1].statuses}, server CPU ${fmtMs(baseSummary[i + 1].cpuMs)} ms` : ''}`,
     ...(hb && { baseline: { value: baseSummary[i + 1].maxLoopMs, ratio: s.maxLoopMs / baseSummary[i + 1].maxLoopMs, better: 'lower' as const } }),
   }));
-  return { rows, detail: { reps, timeoutMs, results, summary, markdown, failures, ...(hb && { baseline: { results: baseResults, summary: baseSummary } }) } };
+  // A scenario rather than one request: watchers first, then the writes they all see (watchFanout.ts).
+  const fanout = !only || only.some((w) => 'watch fan-out'.includes(w)) ? await watchFanoutRows(ctx, ca) : undefined;
+  if (fanout) rows.push(...fanout.rows);
+  return { rows, detail: { reps, timeoutMs, results, summary, markdown, failures, ...(hb && { baseline: { results: baseResults, summary: baseSummary } }), ...(fanout && { watchFanout: fanout.detail }) } };
 }

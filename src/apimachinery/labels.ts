@@ -238,7 +238,7 @@ class Parser {
 }
 
 /** labels.NewRequirement's validation (for the operators the parser can produce). */
-function newRequirement(key: string, operator: LabelOperator, values: string[]): LabelRequirement {
+function newRequirement(key: string, operator: LabelOperator, values: readonly string[]): LabelRequirement {
   const errs: string[] = [];
   const keyErr = validateLabelKey(key, 'key');
   if (keyErr) errs.push(keyErr);
@@ -254,8 +254,11 @@ function newRequirement(key: string, operator: LabelOperator, values: string[]):
     if (msgs.length) errs.push(`values[${i}][${key}]: Invalid value: ${goQuote(v)}: ${msgs.join('; ')}`);
   });
   if (errs.length) fail(aggregate(errs));
-  return { key, operator, values };
+  // A selector of thousands of `!key` terms is held by each of its watchers: one empty list serves them all.
+  return { key, operator, values: values.length ? values : NO_VALUES };
 }
+
+const NO_VALUES: readonly string[] = Object.freeze([]);
 
 /** utilerrors.Aggregate's Error(): one message alone, several de-duplicated within [a, b]. */
 function aggregate(msgs: string[]): string {
@@ -295,13 +298,30 @@ export function matchesLabels(sel: LabelSelector, labels: Record<string, string>
   let split = splitSelectors.get(sel);
   if (!split) splitSelectors.set(sel, (split = splitByPresence(sel)));
   if (!split.needsKey.every((r) => satisfies(r, labelOf(labels, r.key)))) return false;
-  // Requirements that an absent key satisfies: only the object's own labels can fail them.
-  if (labels) {
-    for (const k of Object.keys(labels)) {
-      for (const r of split.absentOk.get(k) ?? []) if (!satisfies(r, labels[k])) return false;
+  // Requirements that an absent key satisfies: only the object's own labels can fail them. Whichever
+  // is smaller is walked, so a long selector against an object with many labels costs the lesser of both.
+  if (!labels) return true;
+  const keys = labelKeys(labels);
+  if (split.absentOk.size < keys.length) {
+    for (const [k, reqs] of split.absentOk) {
+      const v = labelOf(labels, k);
+      if (v !== undefined && !satisfiesAll(reqs, v)) return false;
     }
+    return true;
+  }
+  for (const k of keys) {
+    const reqs = split.absentOk.get(k);
+    if (reqs !== undefined && !satisfiesAll(reqs, labels[k])) return false;
   }
   return true;
+}
+
+/** A stored object's labels are matched by every watcher's selector: their keys are listed once. */
+const keysOfLabels = new WeakMap<Record<string, string>, string[]>();
+function labelKeys(labels: Record<string, string>): string[] {
+  let keys = keysOfLabels.get(labels);
+  if (!keys) keysOfLabels.set(labels, (keys = Object.keys(labels)));
+  return keys;
 }
 
 const labelOf = (labels: Record<string, string> | undefined, k: string): string | undefined =>
@@ -311,14 +331,18 @@ const labelOf = (labels: Record<string, string> | undefined, k: string): string 
  * A long selector checked against every object of a list: requirements a missing label satisfies
  * (!=, notin, !) are indexed by key, so an object costs its own labels, not the selector's length.
  */
-const splitSelectors = new WeakMap<LabelSelector, { needsKey: LabelRequirement[]; absentOk: Map<string, LabelRequirement[]> }>();
+const splitSelectors = new WeakMap<LabelSelector, { needsKey: LabelRequirement[]; absentOk: Map<string, KeyRequirements> }>();
+/** The requirements on one key: nearly always one, kept without a list around it. */
+type KeyRequirements = LabelRequirement | LabelRequirement[];
+const satisfiesAll = (reqs: KeyRequirements, v: string | undefined): boolean =>
+  (Array.isArray(reqs) ? reqs.every((r) => satisfies(r, v)) : satisfies(reqs as LabelRequirement, v));
 function splitByPresence(sel: LabelSelector) {
   const needsKey: LabelRequirement[] = [];
-  const absentOk = new Map<string, LabelRequirement[]>();
+  const absentOk = new Map<string, KeyRequirements>();
   for (const r of sel) {
     if (r.operator === 'notin' || r.operator === '!=' || r.operator === '!') {
-      const list = absentOk.get(r.key);
-      if (list) list.push(r); else absentOk.set(r.key, [r]);
+      const had = absentOk.get(r.key);
+      absentOk.set(r.key, had === undefined ? r : Array.isArray(had) ? [...had, r] : [had, r]);
     } else {
       needsKey.push(r);
     }

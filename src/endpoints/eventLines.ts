@@ -63,12 +63,28 @@ export function sharedEventLine(type: string, entry: { readonly json: string }):
 }
 
 export interface EventWriter {
-  /** Writes the lines in order; false when the stream wants the caller to wait for `drained()`. */
-  write(lines: EventBytes[]): boolean;
+  /**
+   * The bytes of `lines`, in the pieces to write one after another: views of at most WRITE_SLICE bytes.
+   * A TLS socket encrypts a whole write into a buffer of its own: a 1 MiB event written at once to a
+   * client that reads nothing held 1-2 MiB per watcher; written in slices, waiting for each to drain, it holds one.
+   */
+  pieces(lines: EventBytes[]): Buffer[];
+  /** Writes one piece; false when the stream wants the caller to wait for `drained()`. */
+  write(piece: Buffer): boolean;
   drained(): Promise<void>;
 }
 
+/** The largest piece of an event written at once (the pieces are views: nothing is copied). */
+export const WRITE_SLICE = 64 * 1024;
+
 const joined = (lines: EventBytes[]): EventBytes => (lines.length === 1 ? lines[0] : eventBytes(lines.map((l) => l.bytes)));
+
+function sliced(b: Buffer): Buffer[] {
+  if (b.length <= WRITE_SLICE) return [b];
+  const out: Buffer[] = [];
+  for (let at = 0; at < b.length; at += WRITE_SLICE) out.push(b.subarray(at, at + WRITE_SLICE));
+  return out;
+}
 
 /**
  * Writes to the response once its head is flushed. HTTP/1.1 GETs write whole chunks straight to the socket:
@@ -83,13 +99,14 @@ export function eventWriter(req: IncomingMessage, res: ServerResponse, wroteDire
   const direct = isHttp11(req) && req.method === 'GET' && socket !== null && res.headersSent && res.writableLength === socket.writableLength;
   if (direct) {
     return {
-      write(lines) {
+      pieces(lines) {
         const out = joined(lines);
         wroteDirectly(out.bytes.length);
-        return socket.write(out.chunk);
+        return sliced(out.chunk);
       },
+      write: (piece) => socket.write(piece),
       drained: () => drained(socket),
     };
   }
-  return { write: (lines) => res.write(joined(lines).bytes), drained: () => drained(res) };
+  return { pieces: (lines) => sliced(joined(lines).bytes), write: (piece) => res.write(piece), drained: () => drained(res) };
 }

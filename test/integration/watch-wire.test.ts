@@ -212,8 +212,10 @@ describe('watch events on the wire', () => {
       for (let i = 0; i < 500 && own.server.watchers.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
       const srv = sockets[0];
       const started = performance.now();
-      // 12 KiB events until the kernel takes no more: what is left unsent is under the high-water mark, so no write waits.
-      await createBig(own, 'wire-tail', 3000, 12, async () => { await new Promise((r) => setTimeout(r, 5)); return srv.writableLength > 0; });
+      // 12 KiB events until the kernel takes no more (bytes still unsent 300 ms later: its buffers have stopped
+      // growing): what is left unsent is under the high-water mark, so no write waits.
+      const unsent = async (ms: number) => { await new Promise((r) => setTimeout(r, ms)); return srv.writableLength > 0; };
+      await createBig(own, 'wire-tail', 3000, 12, async () => (await unsent(5)) && (await unsent(300)));
       assert.ok(srv.writableLength > 0 && srv.writableLength < srv.writableHighWaterMark, `${srv.writableLength} bytes unsent`);
       assert.ok(performance.now() - started < 18_000, 'filled before the watch times out');
       for (let i = 0; i < 2500 && own.server.watchers.size > 0; i++) await new Promise((r) => setTimeout(r, 10));

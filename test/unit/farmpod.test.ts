@@ -224,7 +224,8 @@ async function collect(src: FarmPodSource, fromRV = '', opts: { allowInitial?: b
     stamped: () => items.map((i) => ('entry' in i ? `${i.type} ${i.entry.key} ${i.entry.object.metadata.resourceVersion}` : `${i.type} ${i.rv}`)),
   };
 }
-const tick = () => new Promise((r) => setImmediate(r));
+/** A few turns: the cache offers a change to its watchers in the turn after it, and wakes readers in the next (objectCache.ts). */
+const tick = async () => { for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); };
 const listAll = (o: Partial<ListOptions> = {}): ListOptions => ({ prefix: '', resourceVersion: '', resourceVersionMatch: '', continue: '', limit: 0, predicate: {}, ...o });
 
 describe('FarmPodSource', () => {

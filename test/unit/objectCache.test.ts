@@ -37,7 +37,9 @@ const keys = (entries: Entry[]) => entries.map((e) => e.key);
 const rvs = (entries: Entry[]) => entries.map((e) => e.rv);
 
 /** What a watcher has ready, without waiting. */
+/** What the watcher has been given so far, once the cache's fan-out has offered it every change applied. */
 async function drain(w: CacheWatcher): Promise<WatchItem[]> {
+  await w.delivered();
   const out: WatchItem[] = [];
   while (w.pending() > 0) {
     const item = await w.next();
@@ -265,6 +267,7 @@ describe('ObjectCache watchers', () => {
     const first = await pendingNext;
     assert.ok(first && 'entry' in first && first.entry.key === 'ns/a');
     d.add('ns', 'b');
+    await w.delivered();
     w.close();
     w.close(); // idempotent
     assert.equal(c.watcherCount, 0);
@@ -275,7 +278,7 @@ describe('ObjectCache watchers', () => {
     assert.equal(w.pending(), 0, 'no changes after close');
   });
 
-  it('a waiting reader is woken after the writer\'s own microtasks (the write answers first), with the item queued at once', async () => {
+  it('a change reaches waiting readers after the writer\'s own callback and microtasks (the write answers first)', async () => {
     const c = new ObjectCache(10);
     const d = new Driver(c);
     const readers = [c.watch({ capacity: 10 }), c.watch({ capacity: 10 })];
@@ -283,7 +286,7 @@ describe('ObjectCache watchers', () => {
     const reads = readers.map((w, i) => w.next().then((item) => { order.push(`reader ${i}: ${item && describeItem(item)}`); }));
     const writer = (async () => {
       d.add('ns', 'a');
-      assert.deepEqual(readers.map((w) => w.pending()), [1, 1], 'queued with the change');
+      assert.deepEqual(readers.map((w) => w.pending()), [0, 0], 'offered in a later turn (the fan-out is paced)');
       // A request's continuation after its write: several awaits, then its response.
       for (let i = 0; i < 20; i++) await Promise.resolve();
       order.push('response');
@@ -321,6 +324,7 @@ describe('ObjectCache watchers', () => {
     byClient.close();
     d.add('ns', 'a');
     d.add('ns', 'b');
+    await c.delivered();
     assert.equal(overflowing.closedReason, 'overflow');
     assert.deepEqual(await Promise.all(waits.map(settled)), [true, true, false]);
     assert.equal(await settled(byClient.closed()), true, 'already closed');
@@ -344,6 +348,8 @@ describe('ObjectCache watchers', () => {
     const w = c.watch({ capacity: 10 });
     d.add('ns', 'a');
     w.requestBookmark();
+    assert.equal(w.pending(), 0, 'both wait for the fan-out');
+    await c.delivered();
     assert.equal(w.pending(), 2);
     assert.deepEqual((await drain(w)).map(describeItem), ['ADDED ns/a@1', 'BOOKMARK@1']);
     w.close();
@@ -358,5 +364,97 @@ describe('ObjectCache watchers', () => {
     c.closeAllWatchers();
     assert.deepEqual(await Promise.all(waiting), [undefined, undefined]);
     assert.equal(c.watcherCount, 0);
+  });
+});
+
+describe('ObjectCache fan-out (paced across turns)', () => {
+  type Op =
+    | { op: 'add' | 'modify' | 'remove'; name: string; app: 'farm' | 'zoo' }
+    | { op: 'watch'; from: 'now' | 'initial' | 'rv'; selected: boolean }
+    | { op: 'close'; which: number }
+    | { op: 'bookmark'; which: number }
+    | { op: 'turn' };
+  const opArb: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 5, arbitrary: fc.record({ op: fc.constantFrom('add' as const, 'modify' as const, 'remove' as const), name: fc.constantFrom('a', 'b', 'c'), app: fc.constantFrom('farm' as const, 'zoo' as const) }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('watch' as const), from: fc.constantFrom('now' as const, 'initial' as const, 'rv' as const), selected: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('close' as const), which: fc.nat(20) }) },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('bookmark' as const), which: fc.nat(20) }) },
+    { weight: 2, arbitrary: fc.constant({ op: 'turn' as const }) },
+  );
+  const farm = (o: KubeObject) => o.metadata.labels?.app === 'farm';
+
+  it('every watcher gets exactly the changes after its start, in order, with bookmarks behind them, however the turns cut the fan-out (generated)', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(opArb, { maxLength: 30 }), fc.constantFrom(0, 0, 10), async (ops, budget) => {
+      // A budget of 0 ms offers one watcher per turn: every interleaving of writes, watches and turns is possible.
+      const c = new ObjectCache(1000, 0, budget);
+      const d = new Driver(c);
+      const live = new Set<string>();
+      const watchers: { w: CacheWatcher; startRV: number; selected: boolean; initial: boolean; closedAt?: number; bookmarks: number[] }[] = [];
+      for (const o of ops) {
+        if (o.op === 'turn') { await new Promise((r) => setImmediate(r)); continue; }
+        if (o.op === 'watch') {
+          const opts = { capacity: 10_000, prefix: 'ns/', ...(o.selected ? { matches: farm } : {}) };
+          const w = o.from === 'rv' ? c.watch({ ...opts, fromRV: Math.max(0, c.resourceVersion - 2) })
+            : c.watch({ ...opts, initialState: o.from === 'initial' });
+          watchers.push({ w, startRV: o.from === 'rv' ? Math.max(0, c.resourceVersion - 2) : c.resourceVersion, selected: o.selected, initial: o.from === 'initial', bookmarks: [] });
+          continue;
+        }
+        if (o.op === 'close' || o.op === 'bookmark') {
+          const x = watchers[o.which % Math.max(1, watchers.length)];
+          if (!x) continue;
+          if (o.op === 'close') { x.w.close(); x.closedAt ??= c.resourceVersion; } else if (!x.w.closedReason) { x.bookmarks.push(c.resourceVersion); x.w.requestBookmark(); }
+          continue;
+        }
+        if (o.op === 'add' && live.has(o.name)) continue;
+        if (o.op !== 'add' && !live.has(o.name)) continue;
+        if (o.op === 'add') d.add('ns', o.name, { app: o.app }); else if (o.op === 'modify') d.modify('ns', o.name, { app: o.app }); else d.remove('ns', o.name);
+        if (o.op === 'remove') live.delete(o.name); else live.add(o.name);
+      }
+      await c.delivered();
+      for (const x of watchers) {
+        const got: string[] = [];
+        while (x.w.pending() > 0) { const it = await x.w.next(); if (!it) break; got.push(describeItem(it)); }
+        if (x.initial || x.closedAt !== undefined) {
+          // Initial state and closes are covered by the other cases; here: nothing after the close, no duplicates.
+          const changes = got.filter((g) => !g.startsWith('BOOKMARK'));
+          assert.equal(new Set(changes).size, changes.length, `no duplicates: ${got.join(', ')}`);
+          continue;
+        }
+        const changes = got.filter((g) => !g.startsWith('BOOKMARK'));
+        const rvsSeen = changes.map((g) => Number(g.split('@')[1]));
+        assert.deepEqual(rvsSeen, [...rvsSeen].sort((a, b) => a - b), `in order: ${got.join(', ')}`);
+        assert.ok(rvsSeen.every((rv) => rv > x.startRV), `only after the start (${x.startRV}): ${got.join(', ')}`);
+        // The oracle: the same changes replayed from the history by a watch resuming at the start.
+        const replay = c.watch({ capacity: 10_000, prefix: 'ns/', fromRV: x.startRV, ...(x.selected ? { matches: farm } : {}) });
+        const expected = (await drain(replay)).map(describeItem);
+        replay.close();
+        assert.deepEqual(changes, expected, `every change after ${x.startRV}, translated`);
+        // A bookmark follows every change up to its RV and precedes any later one.
+        got.forEach((g, i) => {
+          if (!g.startsWith('BOOKMARK')) return;
+          const rv = Number(g.split('@')[1]);
+          assert.ok(got.slice(0, i).filter((h) => !h.startsWith('BOOKMARK')).every((h) => Number(h.split('@')[1]) <= rv), `${g} after later changes: ${got.join(', ')}`);
+          assert.ok(got.slice(i + 1).filter((h) => !h.startsWith('BOOKMARK')).every((h) => Number(h.split('@')[1]) > rv), `${g} before earlier changes: ${got.join(', ')}`);
+        });
+      }
+    }), { seed: 20261129, numRuns: 600, endOnFailure: true, includeErrorInReport: true });
+  });
+
+  it('a change for watchers whose matching is slow is spread over turns: other callbacks run between slices', async () => {
+    const c = new ObjectCache(10, 0, 10);
+    const d = new Driver(c);
+    const busy = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until); };
+    const trace: string[] = [];
+    for (let i = 0; i < 60; i++) c.watch({ capacity: 10, matches: () => { busy(2); trace.push('match'); return true; } });
+    let ticking = true;
+    const tick = () => { trace.push('tick'); if (ticking) setImmediate(tick); };
+    setImmediate(tick);
+    d.add('ns', 'a');
+    await c.delivered();
+    ticking = false;
+    // 60 × 2 ms of matching in slices of at most 10 ms: at most 5-6 matches between two other callbacks.
+    const runs = trace.join(' ').split('tick').map((s) => s.trim().split(' ').filter(Boolean).length);
+    assert.equal(runs.reduce((a, b) => a + b, 0), 60);
+    assert.ok(Math.max(...runs) <= 6, `matches per turn: ${runs.join(', ')}`);
   });
 });

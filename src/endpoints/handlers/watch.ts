@@ -3,11 +3,12 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../apimachinery/status.js';
+import { nextTurn, turnSpent } from '../../apimachinery/turns.js';
 import type { ListOptions } from '../../apimachinery/options.js';
 import { apiVersionOf, type ResourceDefinition } from '../../registry/resource.js';
 import type { RequestContext } from '../../registry/rest.js';
 import type { Watcher, WatchItem } from '../../storage/interfaces.js';
-import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes } from '../eventLines.js';
+import { eventBytes, eventLine, eventWriter, objectBytes, sharedEventLine, type EventBytes, type EventWriter } from '../eventLines.js';
 import { one } from '../listOptions.js';
 import { negotiate, type Output } from '../negotiation.js';
 import { abortResponse, isHttp11, responseGone } from '../protocol.js';
@@ -120,6 +121,8 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     for (;;) {
       const item = await open.next();
       if (!item) break;
+      // One event woken for thousands of watchers: their encoding and TLS writes share a turn's budget.
+      if (turnSpent()) await nextTurn();
       const lines = [encode(item)];
       let size = lines[0].bytes.length;
       while (open.pending() > 0 && size < 64 * 1024) {
@@ -129,11 +132,7 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
         lines.push(b);
         size += b.bytes.length;
       }
-      if (responseGone(res)) break;
-      if (!writer.write(lines) && (await end.race(writer.drained())) === 'cut') {
-        abortResponse(res);
-        break;
-      }
+      if (!(await writeEvents(writer, lines, res, end))) break;
     }
   } finally {
     socket.off('close', stop);
@@ -150,6 +149,18 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
     settings.registry.delete(handle);
   }
   return reply;
+}
+
+/** Writes the lines piece by piece, each after the last drained; false when the response is gone or was cut. */
+async function writeEvents(writer: EventWriter, lines: EventBytes[], res: ServerResponse, end: EndDeadline): Promise<boolean> {
+  for (const piece of writer.pieces(lines)) {
+    if (responseGone(res)) return false;
+    if (!writer.write(piece) && (await end.race(writer.drained())) === 'cut') {
+      abortResponse(res);
+      return false;
+    }
+  }
+  return true;
 }
 
 /** How long a watch that ended (timeout, overflow, its client's close) waits for its client to read what was sent. */

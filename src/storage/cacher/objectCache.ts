@@ -3,6 +3,8 @@
 import type { KubeObject } from '../../apimachinery/types.js';
 import type { CacheView, Change, Entry, WatchItem, Watcher } from '../interfaces.js';
 import { makeEntry } from '../objects.js';
+import { TURN_BUDGET_MS } from '../../apimachinery/turns.js';
+import { Fanout } from './fanout.js';
 import { SortedKeys } from './sortedKeys.js';
 
 /** Thrown when a requested resourceVersion is older than the history kept. */
@@ -40,13 +42,15 @@ export class CacheWatcher implements Watcher {
     private readonly owner: ObjectCache,
     readonly opts: CacheWatchOptions,
     initial: WatchItem[],
+    /** Creation order, for the fan-out. */
+    readonly seq: number,
     /** A watch from an RV the cache had not reached yet starts after it, not at the next change. */
     private readonly skipThrough = 0,
   ) {
     this.backlog = initial;
   }
 
-  /** Called by the cache for each change; never blocks. */
+  /** Called by the cache's fan-out for each change, in order; never blocks. */
   offer(change: Change): void {
     if (this.closedReason || change.rv <= this.skipThrough) return;
     const item = translate(change, this.opts);
@@ -77,12 +81,19 @@ export class CacheWatcher implements Watcher {
     }
   }
 
-  /** Queues a bookmark at the cache's current RV: every change up to it is already queued ahead. */
+  /** Queues a bookmark at the cache's current RV behind every change up to it (once those were offered). */
   requestBookmark(): void {
     if (this.closedReason) return;
-    this.queue.push({ type: 'BOOKMARK', rv: this.owner.resourceVersion });
-    this.signal();
+    const rv = this.owner.resourceVersion;
+    this.owner.afterDelivered(() => {
+      if (this.closedReason) return;
+      this.queue.push({ type: 'BOOKMARK', rv });
+      this.signal();
+    });
   }
+
+  /** Resolves once the cache has offered this watcher every change applied so far. */
+  delivered(): Promise<void> { return this.owner.delivered(); }
 
   /** Items ready to read without waiting (lets a writer batch them into one write). */
   pending(): number {
@@ -203,6 +214,8 @@ export class ObjectCache implements CacheView {
   private readonly keys = new SortedKeys();
   private history: Change[] = [];
   private readonly watchers = new Set<CacheWatcher>();
+  private readonly fanout: Fanout<CacheWatcher>;
+  private watcherSeq = 0;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly resetListeners = new Set<() => void>();
   private rv: number;
@@ -211,7 +224,9 @@ export class ObjectCache implements CacheView {
   /** Readers waiting for the cache to reach a resourceVersion (a client's RV from another process, or the future). */
   private freshWaiters: { rv: number; done: (fresh: boolean) => void }[] = [];
 
-  constructor(readonly historyLimit: number, initialRV = 0) {
+  /** `fanoutBudgetMs`: how long delivering changes to watchers may hold the event loop per turn. */
+  constructor(readonly historyLimit: number, initialRV = 0, fanoutBudgetMs = TURN_BUDGET_MS) {
+    this.fanout = new Fanout(this.watchers, fanoutBudgetMs);
     this.rv = initialRV;
     this.compactedRV = initialRV;
   }
@@ -236,7 +251,8 @@ export class ObjectCache implements CacheView {
     this.wakeFresh();
     this.history.push(change);
     if (this.history.length > this.historyLimit * 2) this.compact();
-    for (const w of this.watchers) w.offer(change);
+    // Watchers get it in paced turns, after the writing request's own callback; in-process listeners now.
+    if (this.watchers.size) this.fanout.push(change, this.watcherSeq);
     for (const l of this.listeners) l(change);
   }
 
@@ -264,6 +280,7 @@ export class ObjectCache implements CacheView {
     this.compactedRV = rv;
     this.wakeFresh();
     this.closeAllWatchers();
+    this.fanout.clear();
     for (const l of this.resetListeners) l();
   }
 
@@ -336,12 +353,18 @@ export class ObjectCache implements CacheView {
       if (opts.initialEndMarker) initial.push({ type: 'INITIAL_END', rv: this.rv });
     }
     const ahead = opts.fromRV !== undefined && opts.fromRV > this.rv ? opts.fromRV : 0;
-    const watcher = new CacheWatcher(this, opts, initial, ahead);
+    const watcher = new CacheWatcher(this, opts, initial, ++this.watcherSeq, ahead);
     this.watchers.add(watcher);
     return watcher;
   }
 
   unsubscribe(w: CacheWatcher): void { this.watchers.delete(w); }
+
+  /** Resolves once every change applied so far has been offered to the watchers it was for. */
+  delivered(): Promise<void> { return new Promise((resolve) => this.fanout.afterQueued(resolve)); }
+
+  /** Runs `then` once every change applied so far has been offered (at once when none is in flight). */
+  afterDelivered(then: () => void): void { this.fanout.afterQueued(then); }
 
   closeAllWatchers(): void {
     for (const w of [...this.watchers]) w.close();

@@ -1,0 +1,82 @@
+// Delivers each change to the watchers that existed when it was applied, in order, a turn's budget at a
+// time (apimachinery/turns.ts): with thousands of watchers and costly selectors one change can take
+// seconds of matching, which must not hold the event loop (upstream's cacher dispatches on goroutines).
+import { turnSpent } from '../../apimachinery/turns.js';
+import type { Change } from '../interfaces.js';
+
+/** What the fan-out needs of a watcher: its creation order and a non-blocking offer. */
+export interface FanoutTarget {
+  /** Watchers are numbered in the order they are made (the set iterates in that order too). */
+  readonly seq: number;
+  offer(change: Change): void;
+}
+
+/** A change for the watchers numbered up to `lastSeq`, or something to run once every earlier change is delivered. */
+type Step = { change: Change; lastSeq: number } | { then: () => void };
+
+export class Fanout<W extends FanoutTarget> {
+  private queue: (Step | undefined)[] = [];
+  private head = 0;
+  /** Where the change at `head` has got to among the watchers. */
+  private cursor: Iterator<W> | undefined;
+  private scheduled = false;
+
+  constructor(private readonly watchers: Set<W>, private readonly budgetMs: number) {}
+
+  /** Queues `change` for the watchers numbered up to `lastSeq`; delivery starts after the current callback. */
+  push(change: Change, lastSeq: number): void {
+    this.enqueue({ change, lastSeq });
+  }
+
+  /** Runs `then` once every change queued so far was offered (at once when none is in flight). */
+  afterQueued(then: () => void): void {
+    if (this.head === this.queue.length) then();
+    else this.enqueue({ then });
+  }
+
+  /** Drops what is queued (every watcher was closed: a cache reset); what waits for it runs now. */
+  clear(): void {
+    const waiting = this.queue.slice(this.head);
+    this.queue = [];
+    this.head = 0;
+    this.cursor = undefined;
+    for (const s of waiting) if (s && 'then' in s) s.then();
+  }
+
+  private enqueue(step: Step): void {
+    this.queue.push(step);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.run);
+  }
+
+  private readonly run = (): void => {
+    this.scheduled = false;
+    while (this.head < this.queue.length) {
+      const step = this.queue[this.head]!;
+      if ('change' in step && !this.deliver(step.change, step.lastSeq)) {
+        this.scheduled = true;
+        setImmediate(this.run);
+        return;
+      }
+      this.queue[this.head++] = undefined;
+      if ('then' in step) step.then();
+    }
+    this.queue = [];
+    this.head = 0;
+  };
+
+  /** Offers the change to the watchers after the cursor; false when the turn's budget ran out first. */
+  private deliver(change: Change, lastSeq: number): boolean {
+    this.cursor ??= this.watchers.values();
+    for (;;) {
+      if (turnSpent(this.budgetMs)) return false;
+      const next = this.cursor.next();
+      // Watchers made after the change started from a state that holds it already.
+      if (next.done || next.value.seq > lastSeq) break;
+      next.value.offer(change);
+    }
+    this.cursor = undefined;
+    return true;
+  }
+}
