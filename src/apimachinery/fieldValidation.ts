@@ -29,3 +29,15 @@ export function strictDecodingError(patched: unknown, strictErrors: readonly str
     FieldError.invalid('patch', goJSON(patched), `strict decoding error: ${strictErrors.join(', ')}`),
   ]);
 }
+
+/**
+ * The warnings one strict decoding error becomes (rest.go addStrictDecodingWarnings/parseYAMLWarnings):
+ * goyaml's `yaml: unmarshal errors:` (maybe behind `error converting YAML to JSON: `) a line each, any
+ * other error as it is.
+ */
+export function strictDecodingWarnings(err: string): string[] {
+  for (const prefix of ['yaml: unmarshal errors:\n', 'error converting YAML to JSON: yaml: unmarshal errors:\n']) {
+    if (err.startsWith(prefix)) return err.slice(prefix.length).split('\n').map((s) => s.trim());
+  }
+  return [err];
+}

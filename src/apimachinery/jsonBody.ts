@@ -6,7 +6,10 @@ import { errors } from './status.js';
 
 export interface DecodedJson {
   value: unknown;
-  /** Paths of keys that appear twice in one object, in the order met, as sigs.k8s.io/json words them. */
+  /**
+   * Strict decoding errors about repeated keys: for JSON each key that appears twice in one object, in
+   * the order met, as sigs.k8s.io/json words them; for YAML (yamlCodec.ts) one error naming them all.
+   */
   duplicateFields: string[];
   /**
    * Top-level and second-level fields whose number JSON.parse cannot keep exact for an int64 field,

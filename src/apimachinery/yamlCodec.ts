@@ -2,10 +2,12 @@
 // ones (1M-level nesting, alias bombs) more, and a YAML list of 10,000 objects a second to write.
 // A worker thread turns YAML into JSON text under kube's limits (depth 10,000, bounded alias expansion),
 // decoded then like any JSON body, and JSON into YAML with sorted keys (as sigs.k8s.io/yaml writes it).
+// Repeated keys are kept last-wins, as goyaml's Unmarshal does, and reported as its UnmarshalStrict does.
 import { createRequire } from 'node:module';
 import { dump, type DumpOptions } from 'js-yaml';
 import { Worker } from 'node:worker_threads';
 import { decodeJsonBody, type DecodedJson } from './jsonBody.js';
+import { findDuplicateKeys, yamlUnmarshalErrors, type DuplicateKey } from './yamlDuplicates.js';
 import { MAX_NESTING_DEPTH } from './jsonValue.js';
 import { errors } from './status.js';
 
@@ -19,12 +21,16 @@ export interface YamlLimits {
 /** sigs.k8s.io/yaml writes map keys sorted; no line folding, no anchors. */
 const dumpOptions: DumpOptions = { sortKeys: true, lineWidth: -1, noRefs: true };
 
-type Reply = { id: number; text: string } | { id: number; error: string };
+type Reply = { id: number; text: string; duplicates?: DuplicateKey[] } | { id: number; error: string };
 
 // Plain CommonJS run by the worker (eval: no file to locate under tsx or in dist).
 const workerSource = `
 const { parentPort, workerData } = require('node:worker_threads');
 const yaml = require(workerData.jsYaml);
+const YAML = require(workerData.yamlLib);
+// esbuild's keepNames helper (tsx), which the source of findDuplicateKeys may call.
+const __name = (f) => f;
+const findDuplicateKeys = ${findDuplicateKeys.toString()};
 // Expanded JSON size with shared (aliased) nodes counted each time they appear, memoized per node.
 function expandedSize(root, limit) {
   const memo = new Map();
@@ -46,9 +52,20 @@ parentPort.on('message', ({ id, op, text, maxDepth, maxJsonBytes }) => {
       parentPort.postMessage({ id, text: yaml.dump(JSON.parse(text), workerData.dumpOptions) });
       return;
     }
-    const value = yaml.load(text, { json: true, maxDepth });
+    // js-yaml stops at a repeated key unless told to keep the last: only then (or with a merge key,
+    // whose overrides it allows and goyaml does not) are the repeated keys looked for.
+    let value;
+    let repeated = text.includes('<<');
+    try {
+      value = yaml.load(text, { maxDepth });
+    } catch (e) {
+      if (!e || e.reason !== 'duplicated mapping key') throw e;
+      value = yaml.load(text, { json: true, maxDepth });
+      repeated = true;
+    }
     if (expandedSize(value, maxJsonBytes) > maxJsonBytes) throw new Error('document contains excessive aliasing');
-    parentPort.postMessage({ id, text: value === undefined ? 'null' : JSON.stringify(value) });
+    const duplicates = repeated ? findDuplicateKeys(text, YAML) : [];
+    parentPort.postMessage({ id, text: value === undefined ? 'null' : JSON.stringify(value), duplicates });
   } catch (e) {
     parentPort.postMessage({ id, error: String(e && e.message || e).split('\\n')[0] });
   }
@@ -70,10 +87,12 @@ export class YamlCodec {
 
   constructor(private readonly limits: YamlLimits) {}
 
+  /** The JSON of the document; its repeated keys as one strict decoding error (yaml.YAMLToJSONStrict's). */
   async decode(text: string): Promise<DecodedJson> {
     const reply = await this.run('decode', text);
     if ('error' in reply) throw errors.badRequest(`error converting YAML to JSON: yaml: ${reply.error.replace(/^YAMLException: /, '')}`);
-    return decodeJsonBody(reply.text);
+    const decoded = decodeJsonBody(reply.text);
+    return reply.duplicates?.length ? { ...decoded, duplicateFields: [yamlUnmarshalErrors(reply.duplicates)] } : decoded;
   }
 
   /**
@@ -126,9 +145,11 @@ export class YamlCodec {
   }
 
   private start(): Worker {
-    const jsYaml = createRequire(import.meta.url).resolve('js-yaml');
+    const require = createRequire(import.meta.url);
+    const jsYaml = require.resolve('js-yaml');
+    const yamlLib = require.resolve('yaml');
     // 10,000 nested levels need a deeper stack than a worker's default 4 MB.
-    const worker = new Worker(workerSource, { eval: true, workerData: { jsYaml, dumpOptions }, resourceLimits: { stackSizeMb: 64, maxOldGenerationSizeMb: 512 } });
+    const worker = new Worker(workerSource, { eval: true, workerData: { jsYaml, yamlLib, dumpOptions }, resourceLimits: { stackSizeMb: 64, maxOldGenerationSizeMb: 512 } });
     worker.unref();
     worker.on('message', (r: Reply) => this.finish(r.id, r));
     // A worker that dies (out of memory, a crash) fails the job it held; the next job starts a new one.

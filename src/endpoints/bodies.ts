@@ -15,7 +15,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The body's media type, lower case without parameters; '' when the request named none. */
     bodyMediaType?: string;
-    /** `duplicate field "…"` findings of the body, for fieldValidation to act on. */
+    /** Strict decoding errors about the body's repeated keys (DecodedJson), for fieldValidation to act on. */
     duplicateFields?: string[];
     /** Top-level fields written as `5.0` or `1e2` (see DecodedJson). */
     fractionLiterals?: Map<string, string>;

@@ -215,6 +215,17 @@ test('invalid requests: apply without fieldManager, force on a patch, a 129-char
   { op: 'apply', sub: 'main', manager: 'alpha', unknownField: true, yaml: true, config: { spec } },
 ]));
 
+test('a key written twice in an apply body (YAML or JSON text): Strict 400, Warn a Warning a line, Ignore nothing', () => expectSameAnswers([
+  { op: 'apply', sub: 'main', manager: 'alpha', repeatedKey: 'spec', yaml: true, fieldValidation: 'Strict', config: { spec } },
+  { op: 'apply', sub: 'main', manager: 'alpha', repeatedKey: 'spec', yaml: true, config: { spec } },
+  { op: 'apply', sub: 'main', manager: 'alpha', repeatedKey: 'metadata', fieldValidation: 'Strict', config: { spec } },
+  { op: 'apply', sub: 'main', manager: 'alpha', repeatedKey: 'top', yaml: true, fieldValidation: 'Warn', config: { spec, labels: { app: 'web' } } },
+  { op: 'apply', sub: 'main', manager: 'alpha', repeatedKey: 'metadata', yaml: true, fieldValidation: 'Ignore', config: { spec } },
+  { op: 'apply', sub: 'status', manager: 'alpha', repeatedKey: 'spec', yaml: true, fieldValidation: 'Strict', config: { status: { observedGeneration: 2 } } },
+  { op: 'apply', sub: 'status', manager: 'alpha', repeatedKey: 'spec', config: { status: { observedGeneration: 2 } } },
+  { op: 'apply', sub: 'main', manager: 'alpha', repeatedKey: 'spec', yaml: true, unknownField: true, config: { spec } },
+]));
+
 test('more than 10 update managers: the oldest two merge into ancient-changes', async () => {
   // Upstream picks the oldest by time in whole seconds: the first two writes are a second apart from
   // the rest, so which entries merge does not depend on where the two targets' clocks tick.

@@ -60,8 +60,9 @@ function applied(scope: RequestScope, req: Req, ctx: RequestContext, name: strin
   }
   const merge = async (live: KubeObject): Promise<Decoded> => {
     const merged = await fieldManager.apply(live, config, opts.fieldManager!, opts.force ?? false, new Pacer());
-    // After a successful apply, duplicate keys of the patch are a strict decoding failure (or warnings).
-    const duplicates = opts.fieldValidation === 'Ignore' ? [] : (req.duplicateFields ?? []);
+    // After a successful apply, repeated keys of the patch are a strict decoding failure (or warnings):
+    // applyPatcher decodes it with yaml.UnmarshalStrict, whose error says it was converting YAML to JSON.
+    const duplicates = opts.fieldValidation === 'Ignore' ? [] : (req.duplicateFields ?? []).map((e) => `error converting YAML to JSON: ${e}`);
     if (duplicates.length && opts.fieldValidation === 'Strict') throw errors.badRequest(`error strict decoding patch: ${duplicates.join(', ')}`);
     const object = scope.decodeBody(merged, ctx.namespace);
     if (!live.metadata.uid && object.metadata.uid) {

@@ -3,7 +3,7 @@
 // generation, garbage-collector finalizers; with a status subresource, which fields each entry point
 // may change (customresource strategy.go and status_strategy.go).
 import type { FieldValidation } from '../../apimachinery/fieldValidation.js';
-import { strictDecodingError } from '../../apimachinery/fieldValidation.js';
+import { strictDecodingError, strictDecodingWarnings } from '../../apimachinery/fieldValidation.js';
 import { bumpGeneration, differsBesidesStatus, keepStoredStatus, prepareForCreate, prepareForUpdate, statusOnlyUpdate, validateMeta, validateMetaUpdate, withoutStatus } from '../../apimachinery/meta.js';
 import type { DeleteOptions } from '../../apimachinery/options.js';
 import type { Pacer } from '../../apimachinery/pacer.js';
@@ -111,7 +111,7 @@ export class ObjectRules {
         throw errors.badRequest(`${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${findings.join(', ')}`);
       }
       // A loop, not push(...findings): a body can carry 200k unknown fields, past the argument limit.
-      for (const f of findings) warnings.push(f);
+      for (const f of findings) for (const w of strictDecodingWarnings(f)) warnings.push(w);
     }
     // rest.BeforeUpdate checks the metadata update (validateCommonFields) before the strategy's validation.
     const fieldErrors = old ? validateMetaUpdate(obj.metadata, old.metadata) : [];

@@ -123,6 +123,7 @@ const applyStep = (fullSpecPercent: number): fc.Arbitrary<Step> => fc.record({
   userAgent,
   fieldValidation: rarely(fc.constantFrom('Strict' as const, 'Warn' as const, 'Ignore' as const)),
   unknownField: rarely(fc.constant(true)),
+  repeatedKey: rarely(fc.constantFrom('top' as const, 'metadata' as const, 'spec' as const)),
   wrongType: rarely(fc.constantFrom('kind' as const, 'version' as const, 'group' as const)),
 }).chain((a) => (a.sub === 'status'
   ? fc.record({ status: fc.record({ observedGeneration }), labels: fc.option(labels, { nil: undefined, freq: 3 }) }, { requiredKeys: ['status'] }).map((c): Config => c)
@@ -135,6 +136,7 @@ const applyStep = (fullSpecPercent: number): fc.Arbitrary<Step> => fc.record({
   if (a.userAgent !== undefined) step.userAgent = a.userAgent;
   if (a.fieldValidation) step.fieldValidation = a.fieldValidation;
   if (a.unknownField) step.unknownField = true;
+  if (a.repeatedKey) step.repeatedKey = a.repeatedKey;
   if (a.wrongType) step.wrongType = a.wrongType;
   return step;
 }));

@@ -51,6 +51,14 @@ function errorListInOrder(message: unknown): unknown {
   });
 }
 
+/**
+ * applyPatcher's decoding errors began "error decoding YAML: " and "error strict decoding YAML: " until
+ * kubernetes 1.37 (k8s.io/apiserver 26acd6dd9, "Fix patch request audit logging"), "…patch: " since; we
+ * follow the newer wording, the oracle's kube-apiserver may have the older.
+ */
+const applyDecodingWording = (message: unknown): unknown =>
+  typeof message === 'string' ? message.replace(/^error (strict )?decoding YAML: /, 'error $1decoding patch: ') : message;
+
 export function normalise(res: HttpsResult, group: string): Answer {
   const json: unknown = res.json;
   if (!isMap(json)) return { status: res.status, body: replaceGroup(res.body, group) };
@@ -58,7 +66,7 @@ export function normalise(res: HttpsResult, group: string): Answer {
     const details = isMap(json.details) ? json.details : {};
     return {
       status: res.status,
-      body: replaceGroup({ kind: 'Status', status: json.status, reason: json.reason, code: json.code, message: errorListInOrder(json.message), causes: conflictCausesInOrder(details.causes) }, group),
+      body: replaceGroup({ kind: 'Status', status: json.status, reason: json.reason, code: json.code, message: errorListInOrder(applyDecodingWording(json.message)), causes: conflictCausesInOrder(details.causes) }, group),
     };
   }
   const obj = structuredClone(json);

@@ -49,6 +49,8 @@ export type Step =
   | {
     op: 'apply'; sub: Sub; config: Config; manager?: string; force?: boolean; dryRun?: boolean; userAgent?: string;
     yaml?: boolean; fieldValidation?: 'Strict' | 'Warn' | 'Ignore'; unknownField?: boolean;
+    /** a key written twice in the body text: kind, metadata.name, or the first field of spec (status) */
+    repeatedKey?: 'top' | 'metadata' | 'spec';
     /** apply with a body of the wrong type */
     wrongType?: 'kind' | 'version' | 'group';
   }
@@ -141,6 +143,23 @@ function changedObject(t: Target, live: Json, c: Change, withoutResourceVersion:
   return obj;
 }
 
+/**
+ * The body text with one key written a second time (a decoder keeps the last; the value is the same
+ * one, so only the finding differs): `spec` repeats the first field of spec or status, falling back to kind.
+ */
+function withRepeatedKey(text: string, obj: Json, where: 'top' | 'metadata' | 'spec', yaml: boolean): string {
+  const top = () => (yaml ? `kind: Llama\n${text}` : `{"kind":"Llama",${text.slice(1)}`);
+  if (where === 'top') return top();
+  const field = ['spec', 'status'].find((f) => Object.keys(asMap(obj[f])).length);
+  const [parent, key] = where === 'metadata' ? ['metadata', 'name'] : field ? [field, Object.keys(asMap(obj[field]))[0]] : [];
+  if (!parent || !key) return top();
+  const value = asMap(obj[parent])[key];
+  const [open, repeated] = yaml
+    ? [`\n${parent}:\n`, `\n${parent}:\n  ${key}: ${toYaml(value).trim()}\n`]
+    : [`"${parent}":{`, `"${parent}":{${JSON.stringify(key)}:${JSON.stringify(value)},`];
+  return text.includes(open) ? text.replace(open, repeated) : top();
+}
+
 async function send(t: Target, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Exchange> {
   const res = await t.call(method, path, { body, headers });
   return { method, path, headers, body, res };
@@ -177,7 +196,8 @@ export async function runStep(step: Step, t: Target, ns: string, name: string): 
       if (step.wrongType === 'group') extra.apiVersion = 'wrong.example.com/v1alpha';
       const obj = objectBody(t, name, step.config, extra);
       if (step.unknownField) obj.spec = { ...asMap(obj.spec), tail: 'long' };
-      const body = step.yaml ? toYaml(obj) : JSON.stringify(obj);
+      const text = step.yaml ? toYaml(obj) : JSON.stringify(obj);
+      const body = step.repeatedKey ? withRepeatedKey(text, obj, step.repeatedKey, step.yaml ?? false) : text;
       const q = query({ fieldManager: step.manager, force: step.force, dryRun: step.dryRun ? 'All' : undefined, fieldValidation: step.fieldValidation });
       return [await send(t, 'PATCH', itemPath(t, ns, name, step.sub) + q, { 'Content-Type': 'application/apply-patch+yaml', ...uaHeader(step.userAgent) }, body)];
     }
