@@ -6,6 +6,7 @@
 // creates on a fresh server with no watcher (the stored objects stay, so RSS before the creates is no measure).
 // FANOUT_SETTLE_MS: how long after the watchers closed RSS is read (default 2 s); FANOUT_EXEC_ARGV: extra node
 // flags for the server (e.g. --trace-gc).
+import { readFileSync } from 'node:fs';
 import { connect, type TLSSocket } from 'node:tls';
 import { Agent, request as httpsRequest } from 'node:https';
 import { Child, percentile, sleep } from '../lib/common.js';
@@ -34,6 +35,12 @@ export interface FanoutResult {
 }
 type Memory = { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
 const inMiB = (m: Memory): Memory => ({ rss: m.rss / MiB, heapTotal: m.heapTotal / MiB, heapUsed: m.heapUsed / MiB, external: m.external / MiB, arrayBuffers: m.arrayBuffers / MiB });
+
+/** The resident set of a process (VmRSS), in MiB. */
+function rssMiB(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
 
 /** A selector of `!k<i>-<salt>` terms: distinct per watcher, so nothing can share one match. */
 function selector(bytes: number, salt: number): string {
@@ -113,7 +120,12 @@ export async function watchFanout(ctx: Ctx, tree: Tree, ca: string, shape: Fanou
   const sockets: TLSSocket[] = [];
   try {
     await srv.call('seed', { namespace: 'other', count: 1 });
-    const memory = async () => inMiB(await srv.call<Memory>('memory'));
+    // The heap after a full collection where the server's tree answers `memory` (an older baseline may not);
+    // RSS from /proc, so it reads the same for any tree.
+    const memory = async (): Promise<Memory> => {
+      const heap = await srv.call<Memory>('memory').then(inMiB, () => ({ rss: NaN, heapTotal: NaN, heapUsed: NaN, external: NaN, arrayBuffers: NaN }));
+      return { ...heap, rss: rssMiB(srv.proc.pid!) };
+    };
     const mem = async () => (await memory()).rss;
     const beforeMiB = await mem();
     for (let i = 0; i < shape.watchers; i++) sockets.push(await silentWatch(port, ca, ctx.token, selector(shape.selectorBytes, i)));
