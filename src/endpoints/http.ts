@@ -1,5 +1,5 @@
 // The one place errors become HTTP responses: every non-2xx is a metav1.Status.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { isHttp2 } from './protocol.js';
@@ -59,6 +59,9 @@ export function installErrorHandling(app: FastifyInstance, servedAt?: ServedAt):
   });
 }
 
+/** The code of a clientError for a head that parsed but that Go's server refuses (server/http1Framing.ts); it has a statusCode. */
+export const HTTP1_REFUSED = 'ERR_HTTP1_REFUSED' as const;
+
 /**
  * Errors Node's HTTP parser meets before there is a request (fastify's clientErrorHandler): a Status on
  * the raw socket, then the connection closes. Header timeouts close silently, as Go's server does.
@@ -69,7 +72,10 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || /^ERR_(TLS|SSL)/.test(err.code ?? '')) { socket.destroy(); return; }
   let code = 400;
   let message = `malformed HTTP request: ${err.code ?? 'parse error'}`;
-  if (err.code === 'HPE_HEADER_OVERFLOW') {
+  if (err.code === HTTP1_REFUSED) {
+    code = (err as Error & { statusCode: number }).statusCode;
+    message = err.message;
+  } else if (err.code === 'HPE_HEADER_OVERFLOW') {
     code = 431;
     message = 'request header fields too large';
   } else if (err.code === 'HPE_INVALID_METHOD') {
@@ -85,7 +91,7 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
   const body = JSON.stringify(status);
   const answer = () => {
     if (socket.writable) {
-      socket.write(`HTTP/1.1 ${code} ${code === 431 ? 'Request Header Fields Too Large' : code === 405 ? 'Method Not Allowed' : 'Bad Request'}\r\n` +
+      socket.write(`HTTP/1.1 ${code} ${STATUS_CODES[code]}\r\n` +
         `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     }
     socket.destroySoon?.();

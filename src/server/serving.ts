@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
+import { installHttp1Framing } from './http1Framing.js';
 
 /** Connection limits, as kube-apiserver's secure serving sets them. */
 export interface HttpLimits {
@@ -16,7 +17,7 @@ export interface HttpLimits {
   bodyTimeoutMs: number;
   /** A TLS handshake not finished by then is dropped. */
   handshakeTimeoutMs: number;
-  /** Request line + headers (HTTP/2: the header list, at most HTTP2_MAX_HEADER_LIST). */
+  /** Request line + headers, as Go's MaxHeaderBytes (+ its 4096 bytes of slop; HTTP/2: the header list, at most HTTP2_MAX_HEADER_LIST). */
   maxHeaderBytes: number;
 }
 
@@ -59,12 +60,12 @@ export function createServingServer(tls: { key: string; cert: string }, limits: 
     // Node's default (10 MB) refuses new streams once responses queued for a connection exceed it:
     // a few large LISTs in flight on the aggregator's one connection would do that.
     maxSessionMemory: 64,
-    // As many header fields as HTTP/1.1's parser keeps (its maxHeadersCount).
+    // Above what the header list allows: each field costs 32 bytes + its name and value there, so at
+    // most ~1,985 fit in 64 KiB; the list size decides, as in Go (which has no count of its own).
     maxHeaderListPairs: 2000,
   }, handler as (req: unknown, res: unknown) => void);
   // HTTP/1.1 connections are served by node:http's machinery, which reads these from the server.
   Object.assign(server, {
-    maxHeaderSize: limits.maxHeaderBytes,
     headersTimeout: limits.readHeaderTimeoutMs,
     keepAliveTimeout: limits.idleTimeoutMs,
     // No whole-request timeout: a watch may be quiet for its whole life.
@@ -72,6 +73,7 @@ export function createServingServer(tls: { key: string; cert: string }, limits: 
     // How often Node looks for connections past their header deadline.
     connectionsCheckingInterval: Math.min(1000, limits.readHeaderTimeoutMs),
   });
+  installHttp1Framing(server, limits.maxHeaderBytes);
   // A connection's client certificate is authenticated once (auth/x509.ts): it must not change.
   server.on('secureConnection', (socket: TLSSocket) => { socket.disableRenegotiation?.(); });
   const sessions = new Set<ServerHttp2Session>();

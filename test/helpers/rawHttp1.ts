@@ -17,10 +17,13 @@ export class RawConn {
     socket.on('close', () => { this.closedAt = performance.now(); this.wake(); });
   }
 
-  /** Resolves once the TLS handshake is done (the server's certificate is verified against `ca`). */
-  static tls(port: number, ca: string): Promise<RawConn> {
+  /**
+   * Resolves once the TLS handshake is done (the server's certificate is verified against `ca`).
+   * `alpn: false` offers no ALPN at all (an HTTP/1 client that predates it).
+   */
+  static tls(port: number, ca: string, alpn = true): Promise<RawConn> {
     return new Promise((resolve, reject) => {
-      const sock = tlsConnect({ host: '127.0.0.1', port, ca, ALPNProtocols: ['http/1.1'] });
+      const sock = tlsConnect({ host: '127.0.0.1', port, ca, ...(alpn && { ALPNProtocols: ['http/1.1'] }) });
       const conn = new RawConn(sock);
       sock.once('secureConnect', () => resolve(conn));
       sock.once('error', reject);
