@@ -146,15 +146,28 @@ function wakeAll(): void {
 function translate(c: Change, opts: CacheWatchOptions): WatchItem | undefined {
   const { prefix, matches } = opts;
   if (prefix && !c.entry.key.startsWith(prefix)) return undefined;
-  if (!matches) return { type: c.type, entry: c.entry };
+  if (!matches) return itemOf(c, c.type);
   const now = c.type !== 'DELETED' && matches(c.entry.object);
   const before = c.type !== 'ADDED' && matches((c.prev ?? c.entry).object);
-  if (c.type === 'DELETED') return before ? { type: 'DELETED', entry: c.entry } : undefined;
-  if (now && before) return { type: 'MODIFIED', entry: c.entry };
-  if (now) return { type: 'ADDED', entry: c.entry };
+  if (c.type === 'DELETED') return before ? itemOf(c, 'DELETED') : undefined;
+  if (now && before) return itemOf(c, 'MODIFIED');
+  if (now) return itemOf(c, 'ADDED');
   // cacheWatcher.convertToWatchEvent: leaving the selection is a DELETED of the previous content at the event's RV.
-  if (before) return { type: 'DELETED', entry: c.prev ? leftSelection(c, c.prev) : c.entry };
+  if (before) return itemOf(c, 'LEFT');
   return undefined;
+}
+
+/**
+ * A change becomes at most four distinct items, each shared by every watcher it goes to: a silent watcher
+ * keeps its queue until it is closed, and one item per watcher and event filled the old space with them.
+ */
+const itemsOf = new WeakMap<Change, Partial<Record<WatchItem['type'] | 'LEFT', WatchItem>>>();
+function itemOf(c: Change, how: 'ADDED' | 'MODIFIED' | 'DELETED' | 'LEFT'): WatchItem {
+  let items = itemsOf.get(c);
+  if (!items) itemsOf.set(c, (items = {}));
+  return items[how] ??= how === 'LEFT'
+    ? { type: 'DELETED', entry: c.prev ? leftSelection(c, c.prev) : c.entry }
+    : { type: how, entry: c.entry };
 }
 
 /** The previous content stamped with the change's RV, one per change: every watcher it left shares it (and its encoded line). */
