@@ -59,6 +59,32 @@ describe('deletecollection: the issue\'s cases', () => {
   });
 });
 
+describe('deletecollection: the answer as a Table', () => {
+  const TABLE = { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' };
+  interface TableRow { object: { kind: string; spec?: unknown } }
+
+  it('embeds the objects as includeObject asks (Object: whole; None: not at all), as the GET of the list does', async () => {
+    for (const includeObject of ['Object', 'None', 'Metadata']) {
+      const ns = `dc-table-${includeObject.toLowerCase()}`;
+      await seed(ns, ['a']);
+      const got = await s.request('GET', `${coll(ns)}?includeObject=${includeObject}`, { headers: TABLE });
+      const r = await s.request('DELETE', `${coll(ns)}?includeObject=${includeObject}`, { headers: TABLE });
+      assert.equal(r.status, 200, r.body);
+      const rows = r.json<{ rows: TableRow[] }>().rows;
+      assert.deepEqual(rows.map((x) => x.object?.kind), got.json<{ rows: TableRow[] }>().rows.map((x) => x.object?.kind), includeObject);
+      if (includeObject === 'Object') assert.ok(rows[0].object.spec, 'the whole object');
+    }
+  });
+
+  it('an unsupported includeObject is 400 before anything is deleted, as for the DELETE of one object', async () => {
+    await seed('dc-table-bogus', ['a']);
+    const r = await s.request('DELETE', `${coll('dc-table-bogus')}?includeObject=Bogus`, { headers: TABLE });
+    assert.equal(r.status, 400, r.body);
+    assert.match(r.json<{ message: string }>().message, /includeObject=Bogus is not supported/);
+    assert.deepEqual(await names('dc-table-bogus'), ['a']);
+  });
+});
+
 /** One query parameter as a client might send it (valid or not). */
 const param = fc.oneof(
   fc.constantFrom('limit=0', 'limit=1', 'limit=2', 'limit=3', 'limit=10', 'limit=-1', 'limit=x', 'limit=1&limit=2', 'limit=99999999999999999999'),

@@ -3,10 +3,11 @@ import type { FastifyReply } from 'fastify';
 import { errors } from '../../apimachinery/status.js';
 import { requireMediaType } from '../bodies.js';
 import { parseDeleteOptions } from '../deleteOptions.js';
-import { parseListOptions } from '../listOptions.js';
+import { one, parseListOptions } from '../listOptions.js';
 import { OBJECT_MEDIA_TYPES } from '../mediaTypes.js';
 import { negotiate } from '../negotiation.js';
 import { renderList } from '../render.js';
+import { parseIncludeObject } from '../table.js';
 import { listMetaOf } from './get.js';
 import type { Req, RequestScope } from './scope.js';
 
@@ -29,10 +30,12 @@ export async function deleteCollection(scope: RequestScope, req: Req, reply: Fas
   const rest = scope.rest();
   if (!rest.deleteCollection) throw errors.methodNotAllowed('deletecollection', scope.gr);
   const out = negotiate(req.headers.accept, 'list');
+  // Checked before anything is deleted, as the DELETE of one object does (scope.responder).
+  const includeObject = parseIncludeObject(one(req.query, 'includeObject'));
   // delete.go DeleteCollection: the list options are decoded and validated before the body.
   const listOpts = parseListOptions(req.query);
   const { options, dryRun } = deleteOptions(req);
   const list = await rest.deleteCollection(scope.context(req), options, dryRun, listOpts);
-  const r = renderList(scope.def, list.items, listMetaOf(list), out, 'Metadata');
+  const r = renderList(scope.def, list.items, listMetaOf(list), out, includeObject);
   return reply.code(200).type(r.contentType).send(await scope.body(r));
 }

@@ -3,6 +3,7 @@
 import { rfc3339 } from '../../apimachinery/meta.js';
 import type { DeleteOptions, ListOptions, WriteOptions } from '../../apimachinery/options.js';
 import { Pacer } from '../../apimachinery/pacer.js';
+import { nextTurn, turnSpent } from '../../apimachinery/turns.js';
 import { ApiError, errors, FieldError } from '../../apimachinery/status.js';
 import { GoLiteral } from '../../apimachinery/goCompat.js';
 import { withManaged, type FieldManager } from '../../apimachinery/managedfields/fieldManager.js';
@@ -209,26 +210,38 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
 
   /**
    * store.go DeleteCollection: deletes what a list with the request's options returns, and answers that list.
-   * With a limit, one page only (its continue token and remaining count included); without, every page of
-   * deleteCollectionPageSize, later pages from the first one's continue token (so at its resourceVersion).
    * A list error (a bad continue token, a compacted resourceVersion) fails the request before anything is
    * deleted. Objects deleted meanwhile are skipped; any other failure stops it, as upstream's workers do.
+   * The deletions settle without I/O on the in-memory backend: they share the turn's budget (turns.ts).
    */
   async deleteCollection(ctx: RequestContext, opts: DeleteOptions, dryRun: boolean, listOpts: ListOptions): Promise<ListResult> {
-    const hasLimit = listOpts.limit > 0;
-    let page: ListOptions = hasLimit ? listOpts : { ...listOpts, limit: DELETE_COLLECTION_PAGE_SIZE };
-    let first: ListResult | undefined;
-    const items: Entry[] = [];
-    for (;;) {
-      const listed = await this.list(ctx, page);
-      for (const e of listed.items) await this.deleteListed(e, opts, dryRun);
-      if (hasLimit) return listed;
-      items.push(...listed.items);
-      // Upstream answers the first page's list object with every page's items (its continue token kept).
-      first ??= listed;
-      if (!listed.continue) return { ...first, items };
-      page = { ...page, continue: listed.continue, resourceVersion: '', resourceVersionMatch: '' };
+    const listed = await this.listForDeletion(ctx, listOpts);
+    for (const e of listed.items) {
+      if (turnSpent()) await nextTurn();
+      await this.deleteListed(e, opts, dryRun);
     }
+    return listed;
+  }
+
+  /**
+   * With a limit, one page (its continue token and remaining count included); without, every page of
+   * deleteCollectionPageSize, later pages from the first one's continue token (so at its resourceVersion),
+   * answered as the first page's list with every page's items (its continue token kept), as upstream does.
+   * Every page is read before anything is deleted: upstream reads later pages from etcd at that revision,
+   * while here they may come from the watch cache's window, which the deletions themselves would move
+   * past it (a collection over twice the history answered 410 for a continue token the client never sent).
+   */
+  private async listForDeletion(ctx: RequestContext, listOpts: ListOptions): Promise<ListResult> {
+    if (listOpts.limit > 0) return this.list(ctx, listOpts);
+    const page: ListOptions = { ...listOpts, limit: DELETE_COLLECTION_PAGE_SIZE };
+    const first = await this.list(ctx, page);
+    const items = [...first.items];
+    for (let token = first.continue; token;) {
+      const next = await this.list(ctx, { ...page, continue: token, resourceVersion: '', resourceVersionMatch: '' });
+      items.push(...next.items);
+      token = next.continue;
+    }
+    return { ...first, items };
   }
 
   private async deleteListed(e: Entry, opts: DeleteOptions, dryRun: boolean): Promise<void> {
