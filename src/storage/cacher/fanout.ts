@@ -14,14 +14,30 @@ export interface FanoutTarget {
 /** A change for the watchers numbered up to `lastSeq`, or something to run once every earlier change is delivered. */
 type Step = { change: Change; lastSeq: number } | { then: () => void };
 
+/**
+ * Writers of the process wait while more than `lagLimit` changes are still to be offered (room()), as
+ * upstream's cacher blocks its producer once its incoming channel is full; a producer that cannot wait
+ * (changes from etcd or kube-apiserver) makes the fan-out ignore its budget past twice that, so what it
+ * holds stays within what the cache's history keeps anyway.
+ */
 export class Fanout<W extends FanoutTarget> {
   private queue: (Step | undefined)[] = [];
   private head = 0;
+  private roomWaiters: (() => void)[] = [];
   /** Where the change at `head` has got to among the watchers. */
   private cursor: Iterator<W> | undefined;
   private scheduled = false;
 
-  constructor(private readonly watchers: Set<W>, private readonly budgetMs: number) {}
+  constructor(private readonly watchers: Set<W>, private readonly budgetMs: number, private readonly lagLimit: number) {}
+
+  /** Steps still queued (changes to offer, and what waits behind them). */
+  get lag(): number { return this.queue.length - this.head; }
+
+  /** Resolves once at most `lagLimit` steps are queued: a writer waits here before it commits. */
+  room(): Promise<void> {
+    if (this.lag <= this.lagLimit && this.roomWaiters.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
 
   /** Queues `change` for the watchers numbered up to `lastSeq`; delivery starts after the current callback. */
   push(change: Change, lastSeq: number): void {
@@ -41,6 +57,13 @@ export class Fanout<W extends FanoutTarget> {
     this.head = 0;
     this.cursor = undefined;
     for (const s of waiting) if (s && 'then' in s) s.then();
+    this.letWritersIn();
+  }
+
+  /** As many waiting writers as there is room for (each commits a change). */
+  private letWritersIn(): void {
+    let room = this.lagLimit - this.lag;
+    while (room-- > 0 && this.roomWaiters.length) this.roomWaiters.shift()!();
   }
 
   private enqueue(step: Step): void {
@@ -61,16 +84,18 @@ export class Fanout<W extends FanoutTarget> {
       }
       this.queue[this.head++] = undefined;
       if ('then' in step) step.then();
+      if (this.roomWaiters.length) this.letWritersIn();
     }
     this.queue = [];
     this.head = 0;
+    this.letWritersIn();
   };
 
   /** Offers the change to the watchers after the cursor; false when the turn's budget ran out first. */
   private deliver(change: Change, lastSeq: number): boolean {
     this.cursor ??= this.watchers.values();
     for (;;) {
-      if (turnSpent(this.budgetMs)) return false;
+      if (turnSpent(this.budgetMs) && this.lag <= 2 * this.lagLimit) return false;
       const next = this.cursor.next();
       // Watchers made after the change started from a state that holds it already.
       if (next.done || next.value.seq > lastSeq) break;

@@ -222,6 +222,9 @@ export class CacheContent {
   }
 }
 
+/** Changes the fan-out may hold before writers wait, however short the history: upstream's incoming channel (100). */
+const MIN_FANOUT_LAG = 100;
+
 export class ObjectCache implements CacheView {
   private objects = new Map<string, Entry>();
   private readonly keys = new SortedKeys();
@@ -239,7 +242,7 @@ export class ObjectCache implements CacheView {
 
   /** `fanoutBudgetMs`: how long delivering changes to watchers may hold the event loop per turn. */
   constructor(readonly historyLimit: number, initialRV = 0, fanoutBudgetMs = TURN_BUDGET_MS) {
-    this.fanout = new Fanout(this.watchers, fanoutBudgetMs);
+    this.fanout = new Fanout(this.watchers, fanoutBudgetMs, Math.max(historyLimit, MIN_FANOUT_LAG));
     this.rv = initialRV;
     this.compactedRV = initialRV;
   }
@@ -375,6 +378,12 @@ export class ObjectCache implements CacheView {
 
   /** Resolves once every change applied so far has been offered to the watchers it was for. */
   delivered(): Promise<void> { return new Promise((resolve) => this.fanout.afterQueued(resolve)); }
+
+  /**
+   * Resolves when the fan-out has room for another change: a writer of this process awaits it before it
+   * commits, so writes slow down to what the watchers take instead of queueing changes without bound.
+   */
+  room(): Promise<void> { return this.fanout.room(); }
 
   /** Runs `then` once every change applied so far has been offered (at once when none is in flight). */
   afterDelivered(then: () => void): void { this.fanout.afterQueued(then); }

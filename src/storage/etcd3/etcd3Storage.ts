@@ -129,6 +129,8 @@ export class Etcd3Storage extends CacheReader implements Storage {
   }
 
   async create(key: string, object: KubeObject): Promise<Entry> {
+    // This replica's writers wait while its watchers are far behind (another replica's come through the feed).
+    await this.objects.room();
     const value = encodeValue(object);
     checkValueSize(value, this.objects.resourceVersion + 1, undefined);
     const k = this.keys.key(key);
@@ -146,6 +148,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
    * on cached state is confirmed against etcd first, since the cache may be behind.
    */
   async guaranteedUpdate<R>(key: string, tryUpdate: TryUpdate<R>, opts: UpdateOptions = {}) {
+    await this.objects.room();
     const k = this.keys.key(key);
     let current = this.objects.get(key);
     let confirmed = false;
@@ -186,6 +189,7 @@ export class Etcd3Storage extends CacheReader implements Storage {
   }
 
   async delete(key: string, preconditions: Preconditions = {}): Promise<Entry> {
+    await this.objects.room();
     const k = this.keys.key(key);
     let current = this.objects.get(key);
     let confirmed = false;

@@ -43,11 +43,14 @@ export class MemoryStorage extends CacheReader implements Storage {
   }
 
   async create(key: string, object: KubeObject): Promise<Entry> {
+    // Before the state is read: what follows stays in one turn.
+    await this.objects.room();
     if (this.objects.get(key)) throw storageErrors.exists(key);
     return this.commit('ADDED', key, object, undefined);
   }
 
   async guaranteedUpdate<R>(key: string, tryUpdate: TryUpdate<R>, opts: UpdateOptions = {}) {
+    await this.objects.room();
     for (let attempt = 1; ; attempt++) {
       const current = this.objects.get(key);
       const { object, result } = await tryUpdate(current);
@@ -63,6 +66,7 @@ export class MemoryStorage extends CacheReader implements Storage {
   }
 
   async delete(key: string, preconditions: Preconditions = {}): Promise<Entry> {
+    await this.objects.room();
     const current = this.objects.get(key);
     if (!current) throw storageErrors.notFound(key);
     checkPreconditions(key, current, preconditions);
