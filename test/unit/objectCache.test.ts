@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { CacheContent, ObjectCache, TooOldError, type CacheWatcher } from '../../src/storage/cacher/objectCache.js';
+import { turnSpent } from '../../src/apimachinery/turns.js';
 import type { ChangeType, Entry, WatchItem } from '../../src/storage/interfaces.js';
 import { makeEntry, objectKey } from '../../src/storage/objects.js';
 
@@ -438,6 +439,23 @@ describe('ObjectCache fan-out (paced across turns)', () => {
         });
       }
     }), { seed: 20261129, numRuns: 600, endOnFailure: true, includeErrorInReport: true });
+  });
+
+  it('the fan-out makes progress every turn even when other work spends the turn\'s budget before it', async () => {
+    const c = new ObjectCache(10, 0, 10);
+    const d = new Driver(c);
+    const offered: number[] = [];
+    for (let i = 0; i < 5; i++) c.watch({ capacity: 10, matches: () => { offered.push(i); return true; } });
+    // A competitor first in every turn that spends the whole budget (a big deletecollection, a watch backlog).
+    const busy = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until); };
+    let turns = 0;
+    const compete = () => { turnSpent(); busy(12); if (++turns < 30) setImmediate(compete); };
+    setImmediate(compete);
+    await new Promise((r) => setImmediate(r));
+    d.add('ns', 'a');
+    await c.delivered();
+    assert.deepEqual(offered, [0, 1, 2, 3, 4]);
+    assert.ok(turns < 30, `offered to every watcher while the competitor ran (it ran ${turns} turns)`);
   });
 
   // Review of cc6d65e: without backpressure a writer faster than the fan-out made it hold changes without

@@ -73,8 +73,12 @@ export class Fanout<W extends FanoutTarget> {
     setImmediate(this.run);
   }
 
+  /** Watchers offered a change in this run: one at least per run, whoever spent the turn's budget before it. */
+  private offeredThisRun = 0;
+
   private readonly run = (): void => {
     this.scheduled = false;
+    this.offeredThisRun = 0;
     while (this.head < this.queue.length) {
       const step = this.queue[this.head]!;
       if ('change' in step && !this.deliver(step.change, step.lastSeq)) {
@@ -95,11 +99,12 @@ export class Fanout<W extends FanoutTarget> {
   private deliver(change: Change, lastSeq: number): boolean {
     this.cursor ??= this.watchers.values();
     for (;;) {
-      if (turnSpent(this.budgetMs) && this.lag <= 2 * this.lagLimit) return false;
+      if (this.offeredThisRun > 0 && turnSpent(this.budgetMs) && this.lag <= 2 * this.lagLimit) return false;
       const next = this.cursor.next();
       // Watchers made after the change started from a state that holds it already.
       if (next.done || next.value.seq > lastSeq) break;
       next.value.offer(change);
+      this.offeredThisRun++;
     }
     this.cursor = undefined;
     return true;
