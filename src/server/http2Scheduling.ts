@@ -31,9 +31,11 @@ const GOAWAY_CLOSE_MS = 1000;
  * (refilled at 33 a second) it queues GOAWAY(INTERNAL_ERROR) but still creates the streams already read,
  * and with Node no longer applies their RST_STREAMs: they would run, though the GOAWAY told the client they
  * were not processed. So a connection whose streams are reset before they start gets our GOAWAY first:
- * half nghttp2's burst, at its rate. An honest client rarely cancels a request within the turn it sent it.
+ * a fifth of nghttp2's burst, at its rate, which also bounds what an attacker's connection costs before it
+ * (~200 streams made and dropped: 5 such connections at once held the loop 35-85 ms, 115-300 ms at 500).
+ * An honest client rarely cancels a request before its turn came (a turn or a few, milliseconds).
  */
-const EARLY_RESET_BURST = 500;
+const EARLY_RESET_BURST = 200;
 const EARLY_RESET_PER_SECOND = 33;
 
 /** What the scheduler did, for tests and metrics. */
