@@ -91,6 +91,7 @@ export function scheduleStreams(server: Http2SecureServer, maxConcurrentStreams:
 
   const calm = (session: Http2Session, conn: Connection) => {
     conn.calmed = true;
+    if (session.destroyed) return;
     waiting.delete(session);
     stats.calmed++;
     // Never started: safe for the client to retry elsewhere (RFC 9113 §8.7).
