@@ -20,6 +20,8 @@ const { values } = parseArgs({ options: {
   // As main.ts always does: farm_* and kube's apiserver_* request metrics. Off by default, so rows stay
   // comparable with baselines whose bench server had none; the http suite measures its cost on its own.
   metrics: { type: 'boolean', default: false },
+  // Counts requests reaching fastify per namespace (the loop-stall suite's HTTP/2 rows); off elsewhere, as a hook costs.
+  'count-handled': { type: 'boolean', default: false },
 } });
 const dir = values['cert-dir']!;
 const [key, cert, token] = await Promise.all(['tls.key', 'tls.crt', 'token'].map((f) => readFile(join(dir, f), 'utf8')));
@@ -46,6 +48,13 @@ for (const name of ['one', 'list', 'table']) {
   });
 }
 
+// Requests that reached fastify (the handlers), per namespace path: how many cancelled HTTP/2 streams still ran.
+const handled = new Map<string, number>();
+if (values['count-handled']) app.addHook('onRequest', async (req) => {
+  const ns = /\/namespaces\/([^/?]+)/.exec(req.url)?.[1];
+  if (ns) handled.set(ns, (handled.get(ns) ?? 0) + 1);
+});
+
 // Event-loop delay since the last loopReset: how long the loop was blocked (bench/suites/loopStall.ts).
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 loopDelay.enable();
@@ -70,6 +79,7 @@ serveIpc({
   loopReset: () => { loopDelay.reset(); return null; },
   /** Longest and 99th-percentile event-loop delay (ms) since loopReset; the timer resolution (5 ms) is included. */
   loopStats: () => ({ maxMs: loopDelay.max / 1e6, p99Ms: loopDelay.percentile(99) / 1e6, meanMs: loopDelay.mean / 1e6, samples: loopDelay.count }),
+  handled: ({ namespace }: { namespace: string }) => handled.get(namespace) ?? 0,
   watchers: () => llamaStore.view.watcherCount,
   /** Resident set and heap after a full collection when the process runs with --expose-gc (bytes). */
   memory: () => {

@@ -2,6 +2,7 @@
 // costs a copy, then Node flattens and UTF-8 encodes it again when sending (and fastify measures
 // it first); writing each piece once into a buffer and sending that skips all three.
 import { responseGone } from './protocol.js';
+import { responseTurns } from '../apimachinery/pacer.js';
 
 /** Reused between builds; a builder takes it while it works (none if another holds it, or threw). */
 let scratch: Buffer | undefined = Buffer.allocUnsafe(64 * 1024);
@@ -118,14 +119,17 @@ export interface ChunkSink {
 
 /**
  * Writes the chunks as fast as the connection takes them: a client that keeps up gets the whole body in
- * one turn of the event loop (data the kernel accepts at once is not "unsent"); one that does not stalls
- * only its own response, holding at most the budget plus a chunk.
+ * one turn of the event loop (data the kernel accepts at once is not "unsent") unless the turn's slice of
+ * chunk work is spent; one that does not stalls only its own response, holding at most the budget plus a chunk.
  */
 export async function writeChunks(res: ChunkSink, src: ChunkSource): Promise<void> {
   for (let chunk: Buffer | undefined = src.first; chunk; chunk = src.next()) {
     if (responseGone(res)) return;
     // 'drain' comes only after a write that returned false: wait for it only then.
     if (!res.write(chunk) && res.writableLength > UNSENT_BUDGET_BYTES) await drained(res);
+    // The next chunk waits for a later turn once this turn's chunks (of every response) took their slice.
+    const room = responseTurns.waitForRoom();
+    if (room) await room;
   }
   if (!responseGone(res)) res.end();
 }

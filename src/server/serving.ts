@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { installHttp1Framing } from './http1Framing.js';
+import { scheduleStreams } from './http2Scheduling.js';
 
 /** Connection limits, as kube-apiserver's secure serving sets them. */
 export interface HttpLimits {
@@ -74,6 +75,8 @@ export function createServingServer(tls: { key: string; cert: string }, limits: 
     connectionsCheckingInterval: Math.min(1000, limits.readHeaderTimeoutMs),
   });
   installHttp1Framing(server, limits.maxHeaderBytes);
+  // Handlers of HTTP/2 streams start in turns, per connection (CVE-2023-44487; http2Scheduling.ts).
+  scheduleStreams(server, HTTP2_MAX_STREAMS);
   // A connection's client certificate is authenticated once (auth/x509.ts): it must not change.
   server.on('secureConnection', (socket: TLSSocket) => { socket.disableRenegotiation?.(); });
   const sessions = new Set<ServerHttp2Session>();

@@ -103,6 +103,8 @@ export interface RawH2 {
   frames: Frame[];
   /** Bytes of DATA received so far, per stream. */
   dataBytes: Map<number, number>;
+  /** Streams whose response ended (a DATA or HEADERS frame with END_STREAM). */
+  ended: Set<number>;
   write(b: Buffer): boolean;
   /** The first received frame (past or future) that matches, or an error after `timeoutMs`. */
   waitFor(pred: (f: Frame) => boolean, timeoutMs: number, what: string): Promise<Frame>;
@@ -132,6 +134,7 @@ export async function openRaw(url: string, ca: string, opts: RawOptions = {}): P
   await new Promise<void>((resolve, reject) => { socket.once('secureConnect', resolve); socket.once('error', reject); });
   const frames: Frame[] = [];
   const dataBytes = new Map<number, number>();
+  const ended = new Set<number>();
   const waiters: { pred: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
   let buf: Buffer = Buffer.alloc(0);
   let closed = false;
@@ -143,6 +146,7 @@ export async function openRaw(url: string, ca: string, opts: RawOptions = {}): P
       if (buf.length < 9 + len) break;
       const f: Frame = { type: buf[3], flags: buf[4], stream: buf.readUInt32BE(5) & 0x7fffffff, payload: Buffer.from(buf.subarray(9, 9 + len)) };
       buf = buf.subarray(9 + len);
+      if ((f.type === T.DATA || f.type === T.HEADERS) && f.flags & F.END_STREAM) ended.add(f.stream);
       if (f.type === T.DATA) { dataBytes.set(f.stream, (dataBytes.get(f.stream) ?? 0) + len); f.payload = Buffer.alloc(0); }
       if (f.type === T.SETTINGS && !(f.flags & F.ACK) && !socket.destroyed) socket.write(frame(T.SETTINGS, F.ACK, 0));
       if (f.type === T.PING && !(f.flags & F.ACK) && !socket.destroyed) socket.write(frame(T.PING, F.ACK, 0, f.payload));
@@ -153,7 +157,7 @@ export async function openRaw(url: string, ca: string, opts: RawOptions = {}): P
   if (opts.preface !== false) socket.write(Buffer.concat([PREFACE, settingsFrame(opts.settings ?? [])]));
   const write = (b: Buffer) => !socket.destroyed && socket.write(b);
   return {
-    socket, frames, dataBytes, write,
+    socket, frames, dataBytes, ended, write,
     closed: closedP,
     isClosed: () => closed,
     waitFor(pred, timeoutMs, what) {

@@ -17,7 +17,7 @@ const MESSAGE = 'Too many requests, please try again later.';
  * exempt priority level (k8s.io/apiserver pkg/apis/flowcontrol/bootstrap/default.go:284-294):
  * kubelet probes are never rejected for load.
  */
-const PROBE_PATHS = new Set(['/healthz', '/readyz', '/livez']);
+export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/livez']);
 
 function exempt(info: RequestInfo): boolean {
   return isLongRunning(info) || (!info.isResourceRequest && info.verb === 'get' && PROBE_PATHS.has(info.path));
