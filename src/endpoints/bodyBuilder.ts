@@ -2,7 +2,7 @@
 // costs a copy, then Node flattens and UTF-8 encodes it again when sending (and fastify measures
 // it first); writing each piece once into a buffer and sending that skips all three.
 import { responseGone } from './protocol.js';
-import { responseTurns } from '../apimachinery/pacer.js';
+import { waitForTurn } from '../apimachinery/turns.js';
 
 /** Reused between builds; a builder takes it while it works (none if another holds it, or threw). */
 let scratch: Buffer | undefined = Buffer.allocUnsafe(64 * 1024);
@@ -127,8 +127,9 @@ export async function writeChunks(res: ChunkSink, src: ChunkSource): Promise<voi
     if (responseGone(res)) return;
     // 'drain' comes only after a write that returned false: wait for it only then.
     if (!res.write(chunk) && res.writableLength > UNSENT_BUDGET_BYTES) await drained(res);
-    // The next chunk waits for a later turn once this turn's chunks (of every response) took their slice.
-    const room = responseTurns.waitForRoom();
+    // The next chunk waits for a later turn once this turn's shared budget (every response's chunks, watch
+    // events, the fan-out) is spent.
+    const room = waitForTurn();
     if (room) await room;
   }
   if (!responseGone(res)) res.end();

@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../apimachinery/status.js';
-import { nextTurn, turnSpent } from '../../apimachinery/turns.js';
+import { waitForTurn } from '../../apimachinery/turns.js';
 import type { ListOptions } from '../../apimachinery/options.js';
 import { apiVersionOf, type ResourceDefinition } from '../../registry/resource.js';
 import type { RequestContext } from '../../registry/rest.js';
@@ -122,7 +122,8 @@ export async function serveWatch(scope: RequestScope, req: Req, reply: FastifyRe
       const item = await open.next();
       if (!item) break;
       // One event woken for thousands of watchers: their encoding and TLS writes share a turn's budget.
-      if (turnSpent()) await nextTurn();
+      const room = waitForTurn();
+      if (room) await room;
       const lines = [encode(item)];
       let size = lines[0].bytes.length;
       while (open.pending() > 0 && size < 64 * 1024) {

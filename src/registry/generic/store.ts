@@ -3,7 +3,7 @@
 import { rfc3339 } from '../../apimachinery/meta.js';
 import type { DeleteOptions, ListOptions, WriteOptions } from '../../apimachinery/options.js';
 import { Pacer } from '../../apimachinery/pacer.js';
-import { nextTurn, turnSpent } from '../../apimachinery/turns.js';
+import { waitForTurn } from '../../apimachinery/turns.js';
 import { ApiError, errors, FieldError } from '../../apimachinery/status.js';
 import { GoLiteral } from '../../apimachinery/goCompat.js';
 import { withManaged, type FieldManager } from '../../apimachinery/managedfields/fieldManager.js';
@@ -217,7 +217,8 @@ export class Store extends ReadOnlyStore implements Creater, Updater, GracefulDe
   async deleteCollection(ctx: RequestContext, opts: DeleteOptions, dryRun: boolean, listOpts: ListOptions): Promise<ListResult> {
     const listed = await this.listForDeletion(ctx, listOpts);
     for (const e of listed.items) {
-      if (turnSpent()) await nextTurn();
+      const room = waitForTurn();
+      if (room) await room;
       await this.deleteListed(e, opts, dryRun);
     }
     return listed;

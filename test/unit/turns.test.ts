@@ -1,9 +1,9 @@
-// TurnPacer: many operations sharing one turn of the event loop take at most its slice of work together
+// waitForTurn (apimachinery/turns.ts): many operations sharing one turn of the event loop take at most its slice of work together
 // (what 1,000 LIST responses resumed by one socket write do), and every one of them finishes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { TurnPacer } from '../../src/apimachinery/pacer.js';
+import { waitForTurn } from '../../src/apimachinery/turns.js';
 
 const SLICE_MS = 10;
 
@@ -13,12 +13,11 @@ function work(ms: number): void {
   while (performance.now() < end) { /* spin */ }
 }
 
-test('property: operations sharing a TurnPacer do at most a slice of work (plus one step) per turn, and all finish', async () => {
+test('property: operations sharing the turn\'s budget do at most a slice of work (plus one step) per turn, and all finish', async () => {
   await fc.assert(fc.asyncProperty(
     fc.record({ operations: fc.integer({ min: 1, max: 200 }), steps: fc.integer({ min: 1, max: 5 }), stepMs: fc.constantFrom(0.5, 1, 2, 4) }),
     async ({ operations, steps, stepMs }) => {
       fc.pre(operations * steps * stepMs <= 600);
-      const pacer = new TurnPacer(SLICE_MS);
       // Turns of the loop, counted by a chain of immediates as they come.
       let turnNo = 0;
       let ticking = true;
@@ -28,7 +27,7 @@ test('property: operations sharing a TurnPacer do at most a slice of work (plus 
       let done = 0;
       await Promise.all(Array.from({ length: operations }, async () => {
         for (let i = 0; i < steps; i++) {
-          const room = pacer.waitForRoom();
+          const room = waitForTurn(SLICE_MS);
           if (room) await room;
           work(stepMs);
           perTurn.set(turnNo, (perTurn.get(turnNo) ?? 0) + 1);
