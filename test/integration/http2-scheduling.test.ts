@@ -36,7 +36,7 @@ after(async () => {
 
 const fields = (path: string): [string, string][] => [[':method', 'GET'], [':scheme', 'https'], [':authority', '127.0.0.1'], [':path', path]];
 
-test(`a queue past 4 × ${LIMIT} (live streams ahead, resets behind them) ends the connection with GOAWAY(ENHANCE_YOUR_CALM); nothing queued runs`, async () => {
+test(`a queue past 4 × ${LIMIT} (live streams ahead, resets behind them) ends the connection with GOAWAY(ENHANCE_YOUR_CALM); nothing queued runs (where node:http2 surfaces the reset streams at all)`, async () => {
   const c = await openRaw(url, ca);
   try {
     await c.waitFor((f) => f.type === T.SETTINGS && !(f.flags & F.ACK), 5000, "server's SETTINGS");
@@ -46,7 +46,20 @@ test(`a queue past 4 × ${LIMIT} (live streams ahead, resets behind them) ends t
     const reset = Array.from({ length: 3 * LIMIT + 3 }, (_, i) => 2 * (LIMIT - 1 + i) + 1);
     // One write (one TLS record): all of it is read before the scheduler's next turn.
     c.write(Buffer.concat([...live.map((id) => headersFrame(id, fields('/live'))), ...reset.flatMap((id) => [headersFrame(id, fields('/reset')), rstFrame(id)])]));
-    const g = await c.waitFor((f) => f.type === T.GOAWAY, 5000, 'GOAWAY');
+    // nghttp2 1.6x (Node 24) discards a stream opened and reset within one read before node:http2 makes it:
+    // then the streams never reach the scheduler, the queue never passes the bound and the live ones are
+    // served. Either way no reset stream may reach the handler.
+    const answered = async () => { for (const id of live) await c.waitFor((f) => f.stream === id && (f.type === T.HEADERS || f.type === T.RST_STREAM || f.type === T.GOAWAY), 5000, `stream ${id}`); };
+    const g = await Promise.race([c.waitFor((f) => f.type === T.GOAWAY, 5000, 'GOAWAY'), answered().then(() => undefined)]);
+    const surfaced = stats.started + stats.droppedBeforeStart;
+    if (surfaced <= 4 * LIMIT) {
+      assert.equal(g, undefined, `GOAWAY with only ${surfaced} streams surfaced`);
+      assert.equal(stats.calmed, 0);
+      assert.equal(handled, live.length, 'only the live streams ran');
+      for (const id of live) assert.equal(c.outcome(id).status, '200', `live stream ${id}`);
+      return;
+    }
+    assert.ok(g, 'GOAWAY');
     assert.equal(g.payload.readUInt32BE(4), 11, 'ENHANCE_YOUR_CALM');
     await c.closed;
     assert.equal(handled, 0, 'a queued stream reached the handler');
