@@ -89,6 +89,11 @@ export class Fanout<W extends FanoutTarget> {
       this.queue[this.head++] = undefined;
       if ('then' in step) step.then();
       if (this.roomWaiters.length) this.letWritersIn();
+      // Under a steady stream of writes the queue may never empty: drop the delivered front now and then.
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
     }
     this.queue = [];
     this.head = 0;
