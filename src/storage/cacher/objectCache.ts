@@ -170,17 +170,9 @@ function itemOf(c: Change, how: 'ADDED' | 'MODIFIED' | 'DELETED' | 'LEFT'): Watc
     : { type: how, entry: c.entry };
 }
 
-/** The previous content stamped with the change's RV, one per change: every watcher it left shares it (and its encoded line). */
-const leftEntries = new WeakMap<Change, Entry>();
-
-function leftSelection(c: Change, prev: Entry): Entry {
-  let e = leftEntries.get(c);
-  if (!e) {
-    e = makeEntry(prev.key, { ...prev.object, metadata: { ...prev.object.metadata, resourceVersion: String(c.rv) } }, c.rv);
-    leftEntries.set(c, e);
-  }
-  return e;
-}
+/** The previous content stamped with the change's RV: made once per change (itemOf keeps it), shared with its encoded line. */
+const leftSelection = (c: Change, prev: Entry): Entry =>
+  makeEntry(prev.key, { ...prev.object, metadata: { ...prev.object.metadata, resourceVersion: String(c.rv) } }, c.rv);
 
 /**
  * What a relist puts into a cache, gathered before the reset (e.g. between a fill's paced slices), so
